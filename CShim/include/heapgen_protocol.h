@@ -1,0 +1,206 @@
+/*
+ * heapgen_protocol.h — the contract between the preload shim (CShim/) and the
+ * collector (Sources/CHeapGenSupport, Sources/HeapGenRecord).
+ *
+ * Transport, in one paragraph:
+ *   `heapgen record` creates an AF_UNIX SOCK_SEQPACKET socketpair and exports
+ *   the shim's end to the target as HEAPGEN_SOCK=<fd>, with HEAPGEN_COLLECTOR
+ *   =<collector pid>. Every traced process image (the program itself, each
+ *   forked child, each exec'd program) makes its own anonymous segment with
+ *   memfd_create (no name in any namespace: nothing to guess or hijack; mode
+ *   is owner-only), lays out an hg_header, and sends one hg_hello message
+ *   carrying the memfd over the socket (SCM_RIGHTS). The collector maps it
+ *   and answers by storing HG_STATE_ACCEPTED or HG_STATE_DECLINED into
+ *   header.state. From then on the shim writes fixed 32-byte hg_slot records
+ *   into a bounded multi-producer ring (Vyukov's per-slot sequence scheme);
+ *   the ring position of a record *is* its global sequence number, so
+ *   allocations, frees and marks from all threads have one total order.
+ *   Variable-length data (stacks, strings) goes into an append-only "blob
+ *   arena" in the same segment; records refer to it by offset/8.
+ *
+ * Ordering rule that keeps the trace consistent across threads:
+ *   a free is published *before* the real free() runs, an allocation *after*
+ *   the real allocator returned. So if thread B gets an address that thread A
+ *   just freed, A's free record precedes B's allocation record.
+ *
+ * Lossless: a producer that finds the ring full waits (counting the waits and
+ *   the time in header.wait_count / wait_ns). It stops waiting only when the
+ *   collector is gone (then the shim detaches and the program runs on
+ *   untraced, header.detached = 1).
+ *
+ * Everything here is plain C11 with fixed-width fields; both sides are the
+ *   same machine, so native endianness is fine.
+ */
+#ifndef HEAPGEN_PROTOCOL_H
+#define HEAPGEN_PROTOCOL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HG_PROTOCOL_MAGIC   0x4e45475041454848ull /* "HHEAPGEN" little-endian */
+#define HG_PROTOCOL_VERSION 1u
+
+/* Environment variables the collector sets for the target. */
+#define HG_ENV_SOCK        "HEAPGEN_SOCK"        /* fd number of the shim's socket end  */
+#define HG_ENV_COLLECTOR   "HEAPGEN_COLLECTOR"   /* collector pid, for liveness checks  */
+#define HG_ENV_RING_SLOTS  "HEAPGEN_RING_SLOTS"  /* optional, power of two             */
+#define HG_ENV_ARENA_MB    "HEAPGEN_ARENA_MB"    /* optional blob arena size in MiB     */
+#define HG_ENV_MAX_FRAMES  "HEAPGEN_MAX_FRAMES"  /* optional, 1..HG_MAX_FRAMES         */
+#define HG_ENV_UNWIND      "HEAPGEN_UNWIND"      /* optional: "fast" (default) | "libunwind" */
+
+#define HG_DEFAULT_RING_SLOTS (1u << 18)   /* 256 Ki slots x 32 B = 8 MiB */
+#define HG_DEFAULT_ARENA_MB   256u         /* sparse: pages cost only when touched */
+#define HG_MAX_FRAMES         256
+#define HG_DEFAULT_FRAMES     64
+
+/* header.state, written by the collector after it received the hello. */
+enum hg_state {
+    HG_STATE_PENDING  = 0,
+    HG_STATE_ACCEPTED = 1,
+    HG_STATE_DECLINED = 2,
+};
+
+/* hg_hello.origin: why this segment exists. The collector tells an exec'd
+ * image from the program's first image by pid (a second INIT hello from a
+ * pid it already knows is an exec). */
+enum hg_origin {
+    HG_ORIGIN_INIT = 1, /* shim initialised in a new process image            */
+    HG_ORIGIN_FORK = 2, /* child side of fork(); parent's ring is not shared  */
+};
+
+/* Record kinds: the high 8 bits of hg_slot.size_kind. */
+enum hg_kind {
+    HG_K_NOP           = 0,  /* filler; ignore                                     */
+    /* allocations: addr = block, size = requested bytes, stack, aux = type id */
+    HG_K_MALLOC        = 1,
+    HG_K_CALLOC        = 2,  /* size = nmemb*size                                  */
+    HG_K_REALLOC_NEW   = 3,  /* the new block of a realloc (also realloc(NULL,n))  */
+    HG_K_REALLOCARRAY  = 4,  /* the new block of a reallocarray                     */
+    HG_K_POSIX_MEMALIGN= 5,
+    HG_K_ALIGNED_ALLOC = 6,
+    HG_K_MEMALIGN      = 7,
+    HG_K_VALLOC        = 8,
+    HG_K_PVALLOC       = 9,
+    /* frees: addr = block (never NULL: free(NULL) is counted, not recorded) */
+    HG_K_FREE          = 16,
+    HG_K_REALLOC_FREE  = 17, /* old block handed to realloc/reallocarray; published
+                                before the call. realloc(p,0) is this and nothing else. */
+    HG_K_REALLOC_UNDO  = 18, /* realloc failed: addr (given to REALLOC_FREE just
+                                before on this thread) is live again, unchanged */
+    /* metadata */
+    HG_K_MODULE_LOAD   = 32, /* addr = load bias, stack = blob of hg_module_blob   */
+    HG_K_MODULE_UNLOAD = 33, /* addr = load bias                                   */
+    HG_K_TYPE_NAME     = 34, /* aux = type id, addr = metadata ptr, stack = blob (NUL-terminated name) */
+    HG_K_MARK          = 35, /* stack = blob (NUL-terminated label, may be empty), size = CLOCK_MONOTONIC ns,
+                                aux = origin: 0 program (heapgen_mark), 1 collector (timer), 2 external (heapgen mark PID) */
+    HG_K_THREAD_START  = 36, /* first record of a thread: aux = kernel tid          */
+    HG_K_STACK_TRUNC   = 37, /* reserved */
+};
+
+#define HG_KIND_SHIFT 56
+#define HG_SIZE_MASK  ((1ull << HG_KIND_SHIFT) - 1)
+
+/* One ring record. 32 bytes: two per cache line.
+ *
+ * Slot i serves ring positions i, i+N, i+2N, ... (N = ring_slots); position
+ * pos is in lap L = pos / N. slot.seq == 2L means "free for lap L",
+ * 2L+1 means "published for lap L". A zero-filled ring is therefore free for
+ * lap 0, so the shim never has to touch ring pages before using them.
+ *   producer: pos = head; if seq == 2L, CAS head pos -> pos+1, write fields,
+ *             store-release seq = 2L+1. seq < 2L means full: wait.
+ *   consumer: at pos, if load-acquire seq == 2L+1, copy the slot, then
+ *             store-release seq = 2L+2 (free for the next lap). */
+typedef struct hg_slot {
+    uint64_t seq;        /* lap state, see below                                */
+    uint64_t addr;
+    uint64_t size_kind;  /* size in low 56 bits, enum hg_kind in the top 8   */
+    uint32_t ref;        /* stack id / blob ref: arena offset / 8; 0 = none  */
+    uint32_t aux;        /* type id for Swift objects (0 = none), etc.       */
+} hg_slot;
+
+/* A stack in the blob arena: hg_blob_hdr{len=frames count, tag=HG_BLOB_STACK}
+ * followed by `len` uint64_t return addresses, innermost (the allocating
+ * caller) first. Frame 0 is the caller of malloc & co, never shim code. */
+/* A string blob: hg_blob_hdr{len=bytes incl. NUL, tag=HG_BLOB_STRING} + bytes. */
+/* A module blob: hg_blob_hdr{len=total bytes after hdr, tag=HG_BLOB_MODULE}
+ * followed by hg_module_blob and its variable parts. */
+enum hg_blob_tag { HG_BLOB_STACK = 1, HG_BLOB_STRING = 2, HG_BLOB_MODULE = 3 };
+
+typedef struct hg_blob_hdr {
+    uint32_t len;
+    uint32_t tag;
+} hg_blob_hdr;
+
+/* Module blob payload. After the fixed part: `nsegs` hg_module_seg, then
+ * `build_id_len` bytes of build id, then the NUL-terminated path
+ * (path_len bytes including the NUL), each part padded to 8 bytes. */
+typedef struct hg_module_seg {
+    uint64_t vaddr;   /* p_vaddr of a PT_LOAD (add load bias for runtime address) */
+    uint64_t memsz;
+    uint32_t flags;   /* p_flags */
+    uint32_t _pad;
+} hg_module_seg;
+
+typedef struct hg_module_blob {
+    uint64_t load_bias;
+    uint32_t nsegs;
+    uint32_t build_id_len;
+    uint32_t path_len;
+    uint32_t _pad;
+} hg_module_blob;
+
+/* The segment header (first page of the memfd). Fields written by only one
+ * side are grouped so producer and collector do not share cache lines. */
+typedef struct hg_header {
+    /* written once by the shim before the hello */
+    uint64_t magic;
+    uint32_t version;
+    uint32_t header_size;     /* sizeof(hg_header)                      */
+    uint64_t segment_size;    /* bytes of the whole memfd               */
+    uint64_t ring_offset;     /* from segment start, page aligned        */
+    uint64_t ring_slots;      /* power of two                           */
+    uint64_t arena_offset;    /* page aligned                           */
+    uint64_t arena_size;      /* bytes                                  */
+    int32_t  pid;
+    int32_t  ppid;
+    uint32_t origin;          /* enum hg_origin                         */
+    uint32_t max_frames;
+    uint8_t  _pad0[64];
+
+    /* collector -> shim */
+    _Alignas(64) volatile uint32_t state;    /* enum hg_state                        */
+    int32_t  collector_pid;
+
+    /* producers: ring head (next position to claim) */
+    _Alignas(64) uint64_t head;
+    /* producers: arena bump pointer, bytes; starts at 8 so ref 0 means none */
+    _Alignas(64) uint64_t arena_used;
+    /* producers: statistics, updated only on slow paths */
+    _Alignas(64) uint64_t wait_count;        /* times a producer found the ring full */
+    uint64_t wait_ns;                        /* total time spent waiting             */
+    uint64_t arena_full;                     /* blobs that did not fit (stack kept as id 0) */
+    uint64_t lost_events;                    /* events given up (only: collector gone, or a
+                                                signal handler nested in a full ring) */
+    uint64_t free_null;                      /* free(NULL) calls: counted, not recorded   */
+    uint64_t unwind_fallbacks;               /* stacks the fast unwinder handed to libunwind */
+    uint32_t detached;                       /* 1: collector gone, shim passes through    */
+    uint32_t _pad1;
+} hg_header;
+
+/* hg_hello: the one message a shim sends, with the memfd as SCM_RIGHTS. */
+typedef struct hg_hello {
+    uint64_t magic;         /* HG_PROTOCOL_MAGIC */
+    uint32_t version;       /* HG_PROTOCOL_VERSION */
+    uint32_t origin;        /* enum hg_origin */
+    int32_t  pid;
+    int32_t  ppid;
+    uint64_t segment_size;
+} hg_hello;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HEAPGEN_PROTOCOL_H */

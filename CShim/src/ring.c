@@ -1,0 +1,107 @@
+/*
+ * ring.c — the producer side of the shared ring (see heapgen_protocol.h for
+ * the lap-based slot sequence). Lossless: a full ring makes the producer
+ * wait for the collector; only a dead collector ends the wait.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include "shim.h"
+
+HG_TLS uint32_t hg_thread_gen;
+/* Set between claiming a slot and publishing it. A signal handler that
+ * allocates in that window must not wait for a full ring: the collector
+ * is stuck behind our own unpublished slot. */
+static HG_TLS int hg_in_emit;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits until the collector frees slot `pos`. Returns 0 when the wait was
+ * abandoned (collector gone, or nested in our own unpublished slot). */
+static int wait_for_space(hg_slot *s, uint64_t want, int nested)
+{
+    hg_header *h = g_hg.hdr;
+    uint64_t start = now_ns(), last_check = start;
+    unsigned spins = 0;
+    __atomic_fetch_add(&h->wait_count, 1, __ATOMIC_RELAXED);
+    for (;;) {
+        if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) >= want || h->detached)
+            break;
+        if (spins < 64) {
+            spins++;
+            sched_yield();
+        } else {
+            struct timespec ts = { 0, 50 * 1000 };
+            nanosleep(&ts, NULL);
+        }
+        uint64_t t = now_ns();
+        if (nested && t - start > 200000000ull) {
+            __atomic_fetch_add(&h->wait_ns, t - start, __ATOMIC_RELAXED);
+            return 0;
+        }
+        if (t - last_check > 20000000ull) { /* every 20 ms */
+            last_check = t;
+            if (!hg_collector_alive()) {
+                hg_detach();
+                break;
+            }
+        }
+    }
+    __atomic_fetch_add(&h->wait_ns, now_ns() - start, __ATOMIC_RELAXED);
+    return !h->detached;
+}
+
+int hg_emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t aux)
+{
+    hg_header *h = g_hg.hdr;
+    hg_slot *ring = g_hg.ring;
+    const uint64_t mask = g_hg.ring_mask;
+    const uint32_t shift = g_hg.ring_shift;
+    int nested = hg_in_emit;
+    uint64_t pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+
+    for (;;) {
+        hg_slot *s = &ring[pos & mask];
+        uint64_t want = (pos >> shift) << 1;       /* 2L: free for lap L */
+        uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+        if (seq == want) {
+            hg_in_emit = 1;
+            if (__atomic_compare_exchange_n(&h->head, &pos, pos + 1, 1,
+                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+                s->addr = addr;
+                s->size_kind = (size & HG_SIZE_MASK) | ((uint64_t)kind << HG_KIND_SHIFT);
+                s->ref = ref;
+                s->aux = aux;
+                __atomic_store_n(&s->seq, want + 1, __ATOMIC_RELEASE);
+                hg_in_emit = nested;
+                return 1;
+            }
+            hg_in_emit = nested;
+            /* CAS failure reloaded pos */
+        } else if (seq < want) {
+            /* Slot still holds lap L-1's record: the ring is full. */
+            if (!wait_for_space(s, want, nested)) {
+                __atomic_fetch_add(&h->lost_events, 1, __ATOMIC_RELAXED);
+                return 0;
+            }
+            pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+        } else {
+            pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+        }
+    }
+}
+
+/* The first record of each thread in each segment names the thread. */
+void hg_thread_announce(void)
+{
+    hg_thread_gen = g_hg.segment_gen;
+    hg_emit(HG_K_THREAD_START, 0, 0, 0, (uint32_t)syscall(SYS_gettid));
+}

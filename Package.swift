@@ -1,0 +1,62 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "heapgen",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "heapgen", targets: ["heapgen"]),
+        // The preload library. Built as plain C with no Swift runtime in its
+        // dependencies (see linkerSettings); tests and `heapgen` find it next
+        // to the executable as libHeapGenShim.so.
+        .library(name: "HeapGenShim", type: .dynamic, targets: ["HeapGenShim"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // In-target part: interposes the allocator, unwinds, writes the ring.
+        .target(
+            name: "HeapGenShim",
+            path: "CShim",
+            sources: ["src"],
+            publicHeadersPath: "include",
+            cSettings: [
+                // The shim runs inside the target: always optimised, even in
+                // debug builds, and with frame pointers so its own frames are cheap to skip.
+                .unsafeFlags(["-O2", "-fno-omit-frame-pointer", "-fvisibility=hidden", "-D_GNU_SOURCE"]),
+            ],
+            linkerSettings: [
+                .linkedLibrary("unwind"),
+                .linkedLibrary("dl"),
+                .linkedLibrary("pthread"),
+                .unsafeFlags(["-nostartfiles", "-static-stdlib"]),
+            ]
+        ),
+        // Collector-side C: ring consumer, fd passing, ELF inspection.
+        .target(
+            name: "CHeapGenSupport",
+            cSettings: [
+                .headerSearchPath("../../CShim/include"),
+                .unsafeFlags(["-O2", "-D_GNU_SOURCE"]),
+            ]
+        ),
+        // The trace file: records, writer, reader, validation.
+        .target(name: "HeapGenTrace"),
+        // The collector: starts the program, accepts segments, drains rings into traces.
+        .target(name: "HeapGenRecord", dependencies: ["CHeapGenSupport", "HeapGenTrace"]),
+        .executableTarget(
+            name: "heapgen",
+            dependencies: [
+                "HeapGenRecord", "HeapGenTrace",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "HeapGenTraceTests", dependencies: ["HeapGenTrace"]),
+        .testTarget(
+            name: "HeapGenRecordTests",
+            dependencies: ["HeapGenTrace"],
+            exclude: ["Fixtures"]
+        ),
+    ]
+)
