@@ -9,6 +9,9 @@ let package = Package(
         // The preload library. Built as plain C with no Swift runtime in its
         // dependencies (see linkerSettings); tests and `heapgen` find it next
         // to the executable as libHeapGenShim.so.
+        // Mark generations from Swift: HeapGen.mark, HeapGen.cycles.
+        .library(name: "HeapGen", targets: ["HeapGen"]),
+        .executable(name: "heapgen-demo", targets: ["heapgen-demo"]),
         .library(name: "HeapGenShim", type: .dynamic, targets: ["HeapGenShim"]),
     ],
     dependencies: [
@@ -30,7 +33,13 @@ let package = Package(
                 .linkedLibrary("unwind"),
                 .linkedLibrary("dl"),
                 .linkedLibrary("pthread"),
-                .unsafeFlags(["-nostartfiles", "-static-stdlib"]),
+                // -static-stdlib keeps libswiftCore out; the linker wrapper puts
+                // --as-needed first so the libstdc++ and libm that swiftc names
+                // (unused here) stay out of DT_NEEDED too. See CShim/tools/ld-as-needed.
+                .unsafeFlags([
+                    "-nostartfiles", "-static-stdlib",
+                    "-use-ld=\(Context.packageDirectory)/CShim/tools/ld-as-needed",
+                ]),
             ]
         ),
         // Collector-side C: ring consumer, fd passing, ELF inspection.
@@ -45,6 +54,10 @@ let package = Package(
         .target(name: "HeapGenTrace"),
         // The collector: starts the program, accepts segments, drains rings into traces.
         .target(name: "HeapGenRecord", dependencies: ["CHeapGenSupport", "HeapGenTrace"]),
+        // Generations, per-site growth, abandoned / cache / leaked findings.
+        .target(name: "HeapGenAnalysis", dependencies: ["HeapGenTrace"]),
+        // Addresses to functions, files and lines; Swift and C++ demangling.
+        .target(name: "HeapGenSymbolication"),
         .executableTarget(
             name: "heapgen",
             dependencies: [
@@ -52,7 +65,21 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .target(name: "HeapGen"),
+        // The bundled demo. Swift 5 mode: the classic Foundation leak
+        // patterns it shows are rejected by Swift 6's Sendable checking.
+        .executableTarget(
+            name: "heapgen-demo",
+            dependencies: ["HeapGen"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .testTarget(name: "HeapGenTraceTests", dependencies: ["HeapGenTrace"]),
+        .testTarget(name: "HeapGenAnalysisTests", dependencies: ["HeapGenAnalysis", "HeapGenTrace"]),
+        .testTarget(
+            name: "HeapGenSymbolicationTests",
+            dependencies: ["HeapGenSymbolication"],
+            exclude: ["Fixtures"]
+        ),
         .testTarget(
             name: "HeapGenRecordTests",
             dependencies: ["HeapGenTrace"],

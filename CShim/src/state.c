@@ -102,7 +102,9 @@ static int open_segment(uint32_t origin)
     const uint64_t arena_off = ring_off + ((ring_bytes + page - 1) & ~(page - 1));
     const uint64_t size = arena_off + cfg_arena_bytes;
 
-    int fd = (int)syscall(SYS_memfd_create, "heapgen", 1u /* MFD_CLOEXEC */);
+    /* MFD_CLOEXEC | MFD_ALLOW_SEALING: the collector seals the size so we
+     * cannot pull pages out from under its mapping. */
+    int fd = (int)syscall(SYS_memfd_create, "heapgen", 1u | 2u);
     if (fd < 0)
         return 0;
     if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0) {

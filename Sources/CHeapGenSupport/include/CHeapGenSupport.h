@@ -1,0 +1,210 @@
+/*
+ * CHeapGenSupport — the collector's C helpers: ring consumer, segment
+ * validation and blob reads, fd passing, process helpers, ELF inspection.
+ *
+ * The target process is not trusted to be sane: everything read from a
+ * segment is bounds-checked against the collector's own validated copy of the
+ * layout (hg_segment), never re-read from the shared header.
+ */
+#ifndef CHEAPGENSUPPORT_H
+#define CHEAPGENSUPPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "heapgen_protocol.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- segment */
+
+/* The collector's view of one mapped segment. Layout values are copied from
+ * the header once, when the segment is validated; the shared header may be
+ * scribbled on later without making the collector read outside the mapping. */
+typedef struct hg_segment {
+    uint8_t *base;          /* mapping start (MAP_SHARED, read/write)      */
+    uint64_t size;          /* mapping length                              */
+    hg_slot *ring;          /* base + ring_offset                          */
+    uint64_t ring_slots;    /* power of two                                */
+    uint64_t ring_mask;
+    uint32_t ring_shift;    /* log2(ring_slots)                            */
+    uint32_t origin;        /* enum hg_origin (from the hello)             */
+    const uint8_t *arena;   /* base + arena_offset                         */
+    uint64_t arena_size;
+    int32_t pid, ppid;
+    uint32_t max_frames;
+    int fd;                 /* always -1 after hg_segment_open (closed)    */
+} hg_segment;
+
+/* Maps `fd` (a memfd received with a hello) and validates header and hello
+ * against each other and the fd's size. On success fills *seg, closes fd
+ * (the mapping outlives it) and returns 0. On failure returns -1, writes a one-line reason
+ * into errbuf, and leaves fd open (the caller closes it). */
+int hg_segment_open(int fd, const hg_hello *hello, hg_segment *seg, char *errbuf, size_t errlen);
+
+/* Unmaps and closes. Safe on a zeroed or already closed segment. */
+void hg_segment_close(hg_segment *seg);
+
+/* Stores collector_pid, then state (release), in the shared header. */
+void hg_segment_answer(hg_segment *seg, int32_t collector_pid, uint32_t state);
+
+/* Sets header.detached = 1: the collector stops reading this segment while
+ * the process runs on (heapgen was stopped); the shim then passes through. */
+void hg_segment_detach(hg_segment *seg);
+
+/* Snapshot of the producer counters (relaxed loads). */
+typedef struct hg_counters {
+    uint64_t head;
+    uint64_t wait_count, wait_ns, arena_full, lost_events, free_null, unwind_fallbacks;
+    uint64_t arena_used;
+    uint32_t detached;
+} hg_counters;
+void hg_segment_counters(const hg_segment *seg, hg_counters *out);
+
+/* ------------------------------------------------------------------- ring */
+
+/* Copies published slots in ring order starting at *tail into out[0..max),
+ * frees each one for the next lap, advances *tail. Stops at the first slot
+ * that is not published (yet). Returns the number copied. */
+size_t hg_drain(const hg_segment *seg, uint64_t *tail, hg_slot *out, size_t max);
+
+/* Final drain of a segment whose producers are all gone (process exited or
+ * exec'd). `limit` is the end position returned by hg_final_limit(): the
+ * shared head, clamped to one ring length past *tail. Copies every published
+ * slot in [*tail, limit) and skips slots that were claimed but never
+ * published ("torn"), adding their number to *torn. Returns the number
+ * copied; call again while *tail < limit (out may fill up). */
+uint64_t hg_final_limit(const hg_segment *seg, uint64_t tail);
+size_t hg_drain_final(const hg_segment *seg, uint64_t *tail, uint64_t limit,
+                      hg_slot *out, size_t max, uint64_t *torn);
+
+/* ------------------------------------------------------------------ blobs */
+
+/* Returns a pointer to the payload of blob `ref` (arena offset ref*8) if the
+ * header and the whole payload lie inside the arena and the tag matches;
+ * *len receives hdr.len (frames for stacks, bytes otherwise). NULL if bad. */
+const void *hg_blob(const hg_segment *seg, uint32_t ref, uint32_t tag, uint32_t *len);
+
+/* Copies the frames of stack blob `ref` into out (at most max); returns the
+ * frame count, 0 if the blob is invalid or empty or longer than max. */
+uint32_t hg_read_stack(const hg_segment *seg, uint32_t ref, uint64_t *out, uint32_t max);
+
+/* Copies the string blob `ref` into out (at most max-1 bytes, NUL added,
+ * stops at the first NUL). Returns the length, -1 if the blob is invalid. */
+int64_t hg_read_string(const hg_segment *seg, uint32_t ref, char *out, size_t max);
+
+/* A parsed module blob; pointers point into a snapshot made by the caller. */
+typedef struct hg_module_info {
+    uint64_t load_bias;
+    uint32_t nsegs;          /* entries copied into segs                      */
+    uint32_t build_id_len;   /* bytes copied into build_id                     */
+    uint32_t path_len;       /* bytes in path, excluding the NUL               */
+} hg_module_info;
+
+/* Parses module blob `ref`. Copies up to max_segs segments, up to
+ * max_build_id bytes of build id and up to path_max-1 bytes of path (NUL
+ * terminated). Returns 0, or -1 if the blob is malformed. */
+int hg_read_module(const hg_segment *seg, uint32_t ref, hg_module_info *info,
+                   hg_module_seg *segs, uint32_t max_segs,
+                   uint8_t *build_id, uint32_t max_build_id,
+                   char *path, size_t path_max);
+
+/* --------------------------------------------------------------- fd passing */
+
+/* Creates the SOCK_SEQPACKET socketpair. *collector_fd is CLOEXEC and has
+ * SO_PASSCRED set (the kernel then reports each sender's pid); *shim_fd is
+ * moved to the lowest free fd >= min_fd (e.g. 500) and is NOT close-on-exec,
+ * so the spawned program inherits it without taking its fd 3.
+ * Returns 0 or -errno. */
+int hg_make_socketpair(int *collector_fd, int *shim_fd, int min_fd);
+
+enum hg_recv_status {
+    HG_RECV_OK        = 0,  /* *hello and *fd filled                                 */
+    HG_RECV_AGAIN     = 1,  /* nothing to read (timeout / EINTR)                     */
+    HG_RECV_EOF       = 2,  /* every shim end is closed                               */
+    HG_RECV_MALFORMED = 3,  /* a message was read and rejected; reason in errbuf      */
+    HG_RECV_ERROR     = 4,  /* recvmsg failed; errno-based reason in errbuf           */
+};
+
+/* Waits up to timeout_ms (-1: forever) for one hello. Accepts exactly one
+ * message of sizeof(hg_hello) bytes with the right magic and version and
+ * exactly one SCM_RIGHTS fd (received close-on-exec); anything else is
+ * rejected and every fd it carried is closed. *sender_pid is the sender's pid
+ * as reported by the kernel (SCM_CREDENTIALS), or 0 if none came. */
+int hg_recv_hello(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *sender_pid,
+                  char *errbuf, size_t errlen);
+
+/* ------------------------------------------------------------------ process */
+
+/* pidfd_open(2) via syscall; returns the fd (CLOEXEC) or -errno. */
+int hg_pidfd_open(pid_t pid);
+
+/* 1 if the pidfd is readable (the process has exited), 0 if not, -errno. */
+int hg_pidfd_exited(int pidfd);
+
+/* Reaps our child `pid` if it has exited (WNOHANG when !block).
+ * Returns 1 and fills *signaled and *status (exit code or signal number) when it
+ * was reaped, 0 if still running, -errno on error. */
+int hg_reap(pid_t pid, int block, int *signaled, int *status);
+
+/* The exit status of a process that is not our child, from the exit_code
+ * field of /proc/<pid>/stat while it is a zombie (before its parent reaps
+ * it). Returns 1 and fills *signaled and *status, or 0 if unknown. */
+int hg_zombie_status(pid_t pid, int *signaled, int *status);
+
+/* Signals while the program runs: SIGINT and SIGQUIT ignored, SIGPIPE
+ * ignored, SIGTERM and SIGHUP forwarded to `target` (async-signal-safe
+ * handler; a second handler call after the target died is harmless).
+ * Returns a bitmask of the signals (1<<sig) that were ignored when heapgen
+ * started, so the program can inherit the same dispositions. */
+unsigned hg_initial_ignored_signals(void);
+void hg_install_collector_signals(void);
+void hg_set_forward_target(pid_t target);
+/* Number of SIGINT/SIGQUIT/SIGTERM/SIGHUP deliveries seen so far. */
+unsigned hg_signal_count(void);
+
+/* posix_spawn with the given argv/envp (path must be resolved already).
+ * Signals SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGHUP are reset to their
+ * default in the child unless their bit is set in keep_ignored; the signal
+ * mask is emptied. Returns 0 and *pid, or an errno value. */
+int hg_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[],
+             unsigned keep_ignored);
+
+/* Reads /proc/<pid>/cmdline (NUL-separated) into buf; returns bytes or -1. */
+ssize_t hg_read_proc_file(pid_t pid, const char *name, char *buf, size_t len);
+
+/* ppoll with a timeout in nanoseconds (-1: forever). Returns the number of
+ * ready fds, 0 on timeout, -errno (-EINTR when a signal arrived). */
+struct pollfd;
+int hg_poll_ns(struct pollfd *fds, unsigned long nfds, int64_t timeout_ns);
+
+/* prctl(PR_SET_TIMERSLACK): short idle sleeps of the collector stay short. */
+void hg_set_timer_slack(unsigned long ns);
+
+/* -------------------------------------------------------------- inspection */
+
+enum hg_inspect_result {
+    HG_INSPECT_OK            = 0, /* dynamically linked ELF (or script whose interpreter is) */
+    HG_INSPECT_NOT_FOUND     = 1,
+    HG_INSPECT_NOT_REGULAR   = 2, /* directory, device, ...                          */
+    HG_INSPECT_NOT_EXEC      = 3, /* no execute permission for us                   */
+    HG_INSPECT_STATIC        = 4, /* ELF without PT_INTERP                           */
+    HG_INSPECT_SETID         = 5, /* setuid or setgid: the loader ignores LD_PRELOAD */
+    HG_INSPECT_NOT_ELF       = 6, /* neither ELF nor #! script (the kernel refuses)   */
+    HG_INSPECT_BAD_ELF       = 7, /* truncated or foreign-class ELF                  */
+    HG_INSPECT_UNREADABLE    = 8, /* cannot open/read (e.g. execute-only)            */
+    HG_INSPECT_SCRIPT_LOOP   = 9, /* #! nesting deeper than the kernel allows        */
+};
+
+/* Inspects the executable at `path` (already resolved). For `#!` scripts the
+ * interpreter is inspected instead (recursively, like the kernel); its path is
+ * copied into `culprit` whenever the result concerns another file.
+ * Returns enum hg_inspect_result. */
+int hg_inspect_program(const char *path, char *culprit, size_t culprit_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

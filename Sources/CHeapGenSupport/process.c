@@ -1,0 +1,190 @@
+/* Process helpers: pidfd, reaping, signals, spawning, /proc reads. */
+#include "CHeapGenSupport.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+int hg_pidfd_open(pid_t pid) {
+    long fd = syscall(SYS_pidfd_open, pid, 0);
+    if (fd < 0) return -errno;
+    /* pidfds are always close-on-exec. */
+    return (int)fd;
+}
+
+int hg_pidfd_exited(int pidfd) {
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    int r;
+    do r = poll(&p, 1, 0);
+    while (r < 0 && errno == EINTR);
+    if (r < 0) return -errno;
+    return r > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)) ? 1 : 0;
+}
+
+int hg_reap(pid_t pid, int block, int *signaled, int *status) {
+    siginfo_t info;
+    for (;;) {
+        memset(&info, 0, sizeof info);
+        if (waitid(P_PID, (id_t)pid, &info, WEXITED | (block ? 0 : WNOHANG)) == 0) break;
+        if (errno != EINTR) return -errno;
+    }
+    if (info.si_pid == 0) return 0;
+    if (info.si_code == CLD_EXITED) {
+        *signaled = 0;
+        *status = info.si_status;
+    } else {
+        *signaled = 1;
+        *status = info.si_status;
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------- signals */
+
+static volatile sig_atomic_t forward_target;
+static volatile sig_atomic_t signal_count;
+static unsigned initially_ignored;
+static int initial_checked;
+
+static const int handled_signals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE};
+
+unsigned hg_initial_ignored_signals(void) {
+    if (!initial_checked) {
+        for (size_t i = 0; i < sizeof handled_signals / sizeof handled_signals[0]; i++) {
+            struct sigaction old;
+            if (sigaction(handled_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+                initially_ignored |= 1u << handled_signals[i];
+        }
+        initial_checked = 1;
+    }
+    return initially_ignored;
+}
+
+static void on_signal(int sig) {
+    int saved = errno;
+    signal_count++;
+    pid_t t = forward_target;
+    if (t > 0 && (sig == SIGTERM || sig == SIGHUP)) kill(t, sig);
+    errno = saved;
+}
+
+void hg_install_collector_signals(void) {
+    unsigned ignored = hg_initial_ignored_signals();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sa.sa_handler = on_signal;
+    int caught[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof caught / sizeof caught[0]; i++) {
+        /* A signal heapgen was started with ignored stays ignored (and the
+         * program inherits that, as it would without heapgen). */
+        if (ignored & (1u << caught[i])) continue;
+        sigaction(caught[i], &sa, NULL);
+    }
+    signal(SIGPIPE, SIG_IGN);
+}
+
+void hg_set_forward_target(pid_t target) { forward_target = target; }
+
+unsigned hg_signal_count(void) { return (unsigned)signal_count; }
+
+/* ----------------------------------------------------------------- spawn */
+
+int hg_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], unsigned keep_ignored) {
+    posix_spawnattr_t attr;
+    int rc = posix_spawnattr_init(&attr);
+    if (rc) return rc;
+    sigset_t def, empty;
+    sigemptyset(&def);
+    sigemptyset(&empty);
+    for (size_t i = 0; i < sizeof handled_signals / sizeof handled_signals[0]; i++)
+        if (!(keep_ignored & (1u << handled_signals[i]))) sigaddset(&def, handled_signals[i]);
+    posix_spawnattr_setsigdefault(&attr, &def);
+    posix_spawnattr_setsigmask(&attr, &empty);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    rc = posix_spawn(pid, path, NULL, &attr, argv, envp);
+    posix_spawnattr_destroy(&attr);
+    return rc;
+}
+
+ssize_t hg_read_proc_file(pid_t pid, const char *name, char *buf, size_t len) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = read(fd, buf + got, len - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    close(fd);
+    return (ssize_t)got;
+}
+
+/* ------------------------------------------------------------------ waits */
+
+#include <sys/prctl.h>
+#include <time.h>
+
+int hg_poll_ns(struct pollfd *fds, unsigned long nfds, int64_t timeout_ns) {
+    struct timespec ts, *tsp = NULL;
+    if (timeout_ns >= 0) {
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000);
+        tsp = &ts;
+    }
+    int r = ppoll(fds, (nfds_t)nfds, tsp, NULL);
+    return r < 0 ? -errno : r;
+}
+
+void hg_set_timer_slack(unsigned long ns) { (void)prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0); }
+
+int hg_zombie_status(pid_t pid, int *signaled, int *status) {
+    char buf[1024];
+    ssize_t n = hg_read_proc_file(pid, "stat", buf, sizeof buf - 1);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    /* "pid (comm) S ..." — comm may contain anything, so parse after the last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p || p[1] != ' ') return 0;
+    p += 2;
+    char state = *p;
+    if (state != 'Z' && state != 'X') return 0;
+    /* Fields after comm: 3 state ... 52 exit_code: skip 49 more spaces. */
+    int field = 3;
+    while (*p && field < 52) {
+        if (*p == ' ') field++;
+        p++;
+    }
+    if (field != 52 || !*p) return 0;
+    char *end;
+    long code = strtol(p, &end, 10);
+    if (end == p) return 0;
+    int wstatus = (int)code;
+    if (WIFEXITED(wstatus)) {
+        *signaled = 0;
+        *status = WEXITSTATUS(wstatus);
+        return 1;
+    }
+    if (WIFSIGNALED(wstatus)) {
+        *signaled = 1;
+        *status = WTERMSIG(wstatus);
+        return 1;
+    }
+    return 0;
+}

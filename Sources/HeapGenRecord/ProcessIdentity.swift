@@ -1,0 +1,43 @@
+import CHeapGenSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What /proc says about a process: its executable and arguments.
+struct ProcessIdentity {
+    var executable: String
+    var arguments: [String]
+
+    /// Reads `/proc/<pid>/exe` and `/proc/<pid>/cmdline`; nil values when unreadable.
+    static func read(pid: Int32) -> ProcessIdentity {
+        let exe = readLink("/proc/\(pid)/exe") ?? ""
+        var args: [String] = []
+        let cap = 1 << 20
+        let buf = UnsafeMutablePointer<CChar>.allocate(capacity: cap)
+        defer { buf.deallocate() }
+        let n = hg_read_proc_file(pid, "cmdline", buf, cap)
+        if n > 0 {
+            let bytes = UnsafeRawBufferPointer(start: buf, count: n)
+            for part in bytes.split(separator: 0, omittingEmptySubsequences: false) {
+                args.append(String(decoding: part, as: UTF8.self))
+            }
+            // cmdline ends with a NUL: drop the empty last piece.
+            if args.last == "" { args.removeLast() }
+        }
+        return ProcessIdentity(executable: exe, arguments: args)
+    }
+}
+
+/// Nanoseconds since the Unix epoch.
+func wallClockNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}
+
+/// CLOCK_MONOTONIC nanoseconds.
+func monotonicNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}

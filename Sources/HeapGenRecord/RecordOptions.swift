@@ -1,0 +1,32 @@
+/// What `heapgen record` was asked to do.
+public struct RecordOptions: Sendable {
+    /// The program as typed: a path (contains `/`) or a name looked up in `PATH`.
+    public var program: String
+    /// The program's arguments (without `argv[0]`).
+    public var arguments: [String]
+    /// The root trace file; nil: `heapgen-<program>-<pid>.trace` in the current directory.
+    public var output: String?
+    /// Trace children created with `fork` (default on).
+    public var followFork: Bool
+    /// Trace programs started with `exec` by traced processes (default on).
+    public var followExec: Bool
+    /// Ring size in slots (a power of two) passed to the shim; nil: the shim's default.
+    public var ringSlots: Int?
+    /// No summary line on success.
+    public var quiet: Bool
+    /// The preload library; nil: `$HEAPGEN_SHIM`, else `libHeapGenShim.so` next to the executable.
+    public var shimPath: String?
+
+    public init(program: String, arguments: [String] = [], output: String? = nil,
+                followFork: Bool = true, followExec: Bool = true, ringSlots: Int? = nil,
+                quiet: Bool = false, shimPath: String? = nil) {
+        self.program = program
+        self.arguments = arguments
+        self.output = output
+        self.followFork = followFork
+        self.followExec = followExec
+        self.ringSlots = ringSlots
+        self.quiet = quiet
+        self.shimPath = shimPath
+    }
+}

@@ -1,0 +1,190 @@
+import CHeapGenSupport
+import HeapGenTrace
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `heapgen record`: starts the program with the preload library, collects
+/// every traced process image into its own trace file, and returns the exit
+/// status to use (see ``ExitCodes``).
+///
+/// Diagnostics go to standard error as single lines prefixed `heapgen: `.
+public final class Recorder {
+    public let options: RecordOptions
+
+    /// The root trace file, once known (after the program started).
+    public private(set) var outputPath: String?
+
+    public init(options: RecordOptions) {
+        self.options = options
+    }
+
+    /// Runs the recording to its end. Never throws and never traps on
+    /// external data: every failure becomes one line and an exit status.
+    public func run() -> Int32 {
+        do {
+            return try record()
+        } catch let error as RecordError {
+            printDiagnostic(error.message)
+            return error.exitCode
+        } catch {
+            printDiagnostic("\(error)")
+            return ExitCodes.heapgenFailed
+        }
+    }
+
+    private func record() throws -> Int32 {
+        if let slots = options.ringSlots, !Self.validRingSlots(slots) {
+            throw RecordError("--ring-slots must be a power of two between \(Self.minRingSlots) and \(Self.maxRingSlots), not \(slots)",
+                              exitCode: ExitCodes.usage)
+        }
+        let launcher = try ProgramLauncher(options: options)
+        try TracePaths.checkWritable(options.output ?? TracePaths.defaultOutput(program: options.program, pid: 0))
+
+        var collectorFD: Int32 = -1
+        var shimFD: Int32 = -1
+        let rc = hg_make_socketpair(&collectorFD, &shimFD, 500)
+        guard rc == 0 else {
+            throw RecordError("cannot create the collector socket: \(errorString(-rc))", exitCode: ExitCodes.heapgenFailed)
+        }
+
+        let keepIgnored = hg_initial_ignored_signals()
+        hg_install_collector_signals()
+        let env = launcher.environment(shimFD: shimFD, ringSlots: options.ringSlots)
+        let pid: pid_t
+        do {
+            pid = try launcher.spawn(arguments: options.arguments, argv0: options.program, environment: env,
+                                     keepIgnored: keepIgnored)
+        } catch {
+            close(shimFD)
+            close(collectorFD)
+            throw error
+        }
+        close(shimFD)
+        hg_set_forward_target(pid)
+        // Short idle sleeps should be short (the program inherited the default slack already).
+        hg_set_timer_slack(10_000)
+        // Each traced process costs the collector one fd (its pidfd); the
+        // program was started with the limit it would have had without us.
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+
+        let output = options.output ?? TracePaths.defaultOutput(program: options.program, pid: pid)
+        outputPath = output
+        let pidfd = hg_pidfd_open(pid)
+        guard pidfd >= 0 else {
+            // Without a pidfd we cannot watch the program; wait for it and report.
+            var signaled: Int32 = 0
+            var code: Int32 = 0
+            _ = hg_reap(pid, 1, &signaled, &code)
+            close(collectorFD)
+            throw RecordError("cannot watch the program (pidfd_open: \(errorString(-pidfd)))", exitCode: ExitCodes.heapgenFailed)
+        }
+
+        let loop = RecordingLoop(socket: collectorFD, rootPid: pid, rootPidfd: pidfd, paths: TracePaths(output: output),
+                                 options: options, rootExecutable: launcher.executablePath)
+        loop.run()
+        hg_set_forward_target(0)
+
+        if environmentValue("HEAPGEN_STATS") != nil, loop.drainNanoseconds > 0 {
+            let rate = Double(loop.slotsDrained) / (Double(loop.drainNanoseconds) / 1e9)
+            printDiagnostic("stats: \(Format.count(loop.slotsDrained)) slots drained in \(Format.duration(loop.drainNanoseconds)) of busy time (\(Format.oneDecimal(rate / 1e6)) M slots/s)")
+        }
+        let status = loop.rootStatus ?? .unknown
+        return report(loop: loop, status: status)
+    }
+
+    /// The closing lines; returns the exit status.
+    private func report(loop: RecordingLoop, status: ExitStatus) -> Int32 {
+        var failed = false
+        if loop.acceptedCount == 0 && loop.finished.isEmpty {
+            printDiagnostic("warning: the program was not traced (the preload library never connected)")
+        }
+        // The program's own trace first, then the others in the order they started.
+        let traces = loop.finished.sorted { ($0.origin == .root ? 0 : 1, $0.sequence) < ($1.origin == .root ? 0 : 1, $1.sequence) }
+        for trace in traces {
+            if let failure = trace.failure {
+                printDiagnostic("cannot write the trace \(trace.path): \(failure)")
+                failed = true
+                continue
+            }
+            if !options.quiet {
+                printDiagnostic(Self.summaryLine(trace))
+            }
+            var problems: [String] = []
+            if trace.badStacks > 0 { problems.append("\(Format.count(trace.badStacks)) allocations with an unreadable stack (kept without one)") }
+            if trace.undefinedTypes > 0 { problems.append("\(Format.count(trace.undefinedTypes)) allocations naming an unknown type (kept without one)") }
+            if trace.badRecords > 0 { problems.append("\(Format.count(trace.badRecords)) unreadable metadata records skipped") }
+            if trace.end.tornEvents > 0 { problems.append("\(Format.count(trace.end.tornEvents)) half-written events discarded") }
+            if !problems.isEmpty {
+                printDiagnostic("warning: \(trace.path): " + problems.joined(separator: ", "))
+            }
+        }
+        if failed { return ExitCodes.heapgenFailed }
+        if status.reason == .unknown { return ExitCodes.heapgenFailed }
+        return status.shellExitCode
+    }
+
+    static func summaryLine(_ trace: FinishedTrace) -> String {
+        var line = "wrote \(trace.path) (\(Format.count(trace.events)) event\(trace.events == 1 ? "" : "s"), \(Format.bytes(trace.bytes))"
+        if trace.end.producerWaits > 0 {
+            line += "; the program waited \(Format.count(trace.end.producerWaits)) times for the collector, \(Format.duration(trace.end.producerWaitNanoseconds)) in all"
+        }
+        if trace.end.lostEvents > 0 {
+            line += "; \(Format.count(trace.end.lostEvents)) events lost"
+        }
+        line += ")"
+        return line
+    }
+
+    /// The ring sizes the shim accepts (it ignores others and uses its default).
+    public static let minRingSlots = 1024
+    public static let maxRingSlots = 1 << 26
+
+    public static func validRingSlots(_ n: Int) -> Bool {
+        n >= minRingSlots && n <= maxRingSlots && n & (n - 1) == 0
+    }
+}
+
+/// Number formatting for the summary lines (no Foundation).
+enum Format {
+    /// 1234567 → "1,234,567"
+    static func count(_ n: UInt64) -> String {
+        let digits = String(n)
+        var out = ""
+        for (i, ch) in digits.enumerated() {
+            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
+            out.append(ch)
+        }
+        return out
+    }
+
+    /// 12_345_678 → "12.3 MB" (decimal units).
+    static func bytes(_ n: UInt64) -> String {
+        if n < 1000 { return "\(n) bytes" }
+        let units = ["kB", "MB", "GB", "TB"]
+        var value = Double(n) / 1000
+        var unit = 0
+        while value >= 1000 && unit < units.count - 1 {
+            value /= 1000
+            unit += 1
+        }
+        return oneDecimal(value) + " " + units[unit]
+    }
+
+    /// 1_500_000 ns → "1.5 ms"
+    static func duration(_ ns: UInt64) -> String {
+        if ns < 1_000 { return "\(ns) ns" }
+        if ns < 1_000_000 { return oneDecimal(Double(ns) / 1e3) + " µs" }
+        if ns < 1_000_000_000 { return oneDecimal(Double(ns) / 1e6) + " ms" }
+        return oneDecimal(Double(ns) / 1e9) + " s"
+    }
+
+    static func oneDecimal(_ v: Double) -> String {
+        let tenths = Int((v * 10).rounded())
+        return "\(tenths / 10).\(tenths % 10)"
+    }
+}

@@ -1,0 +1,61 @@
+import CHeapGenSupport
+import HeapGenTrace
+
+/// One accepted segment: the mapping of one traced process image, its ring
+/// position and its trace writer. Owned by the recording loop (one thread).
+final class Segment {
+    /// The validated mapping (layout copied from the header once).
+    let raw: UnsafeMutablePointer<hg_segment>
+    let pid: Int32
+    let ppid: Int32
+    let origin: ProcessOrigin
+    /// 0 for a pid's first image, n for its n-th exec'd image.
+    let image: Int
+    /// The trace file.
+    let path: String
+    let writer: TraceWriter
+
+    /// Next ring position to consume.
+    var tail: UInt64 = 0
+    /// Stack refs already defined in the trace (a stack's trace id is its ref).
+    let stacks = SparseBitset()
+    /// Type ids already defined in the trace.
+    let types = SparseBitset()
+
+    /// Allocations whose stack blob was invalid (recorded with stack 0).
+    var badStacks: UInt64 = 0
+    /// Allocations naming a type id that was never defined (recorded with type 0).
+    var undefinedTypes: UInt64 = 0
+    /// Metadata records (module, type name, mark) whose blob was invalid, and unknown kinds.
+    var badRecords: UInt64 = 0
+    /// Slots claimed but never published, found by the final drain.
+    var torn: UInt64 = 0
+    /// The shim's lost_events already reported with `lost` records.
+    var lostReported: UInt64 = 0
+    /// Order of acceptance in the recording (0 = first).
+    var sequence = 0
+    /// Slots consumed.
+    var consumed: UInt64 = 0
+
+    init(raw: UnsafeMutablePointer<hg_segment>, origin: ProcessOrigin, image: Int, path: String, writer: TraceWriter) {
+        self.raw = raw
+        self.pid = raw.pointee.pid
+        self.ppid = raw.pointee.ppid
+        self.origin = origin
+        self.image = image
+        self.path = path
+        self.writer = writer
+    }
+
+    deinit {
+        hg_segment_close(raw)
+        raw.deallocate()
+    }
+
+    /// The shim's counters, read now.
+    func counters() -> hg_counters {
+        var c = hg_counters()
+        hg_segment_counters(raw, &c)
+        return c
+    }
+}

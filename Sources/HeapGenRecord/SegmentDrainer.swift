@@ -1,0 +1,167 @@
+import CHeapGenSupport
+import HeapGenTrace
+
+/// Moves records from a segment's ring into its trace. Owns reusable buffers:
+/// the hot loop allocates nothing per record (stacks, type names and marks
+/// are read into fixed scratch buffers; only names and module paths become
+/// Swift strings, once each).
+final class SegmentDrainer {
+    /// Slots taken from a ring per call.
+    static let batchSize = 4096
+    private static let maxFrames = 1024
+    /// HG_SIZE_MASK (a macro Swift does not import).
+    private let sizeMask: UInt64 = (1 << UInt64(HG_KIND_SHIFT)) - 1
+    private static let maxText = 64 * 1024
+    private static let maxModuleSegments = 64
+    private static let maxBuildID = 512
+    private static let maxPath = 4096
+
+    private let slots = UnsafeMutablePointer<hg_slot>.allocate(capacity: batchSize)
+    private let frames = UnsafeMutablePointer<UInt64>.allocate(capacity: maxFrames)
+    private let text = UnsafeMutablePointer<CChar>.allocate(capacity: maxText + 1)
+    private let moduleSegments = UnsafeMutablePointer<hg_module_seg>.allocate(capacity: maxModuleSegments)
+    private let buildID = UnsafeMutablePointer<UInt8>.allocate(capacity: maxBuildID)
+    private let modulePath = UnsafeMutablePointer<CChar>.allocate(capacity: maxPath + 1)
+
+    init() {}
+
+    deinit {
+        slots.deallocate()
+        frames.deallocate()
+        text.deallocate()
+        moduleSegments.deallocate()
+        buildID.deallocate()
+        modulePath.deallocate()
+    }
+
+    /// Drains one batch of published slots; returns how many.
+    func drain(_ seg: Segment) -> Int {
+        let n = hg_drain(seg.raw, &seg.tail, slots, Self.batchSize)
+        if n > 0 {
+            translate(seg, count: n)
+            seg.consumed &+= UInt64(n)
+            reportLost(seg)
+        }
+        return n
+    }
+
+    /// Drains everything left in the ring of a process image that is gone,
+    /// skipping (and counting) torn slots.
+    func drainFinal(_ seg: Segment) {
+        let limit = hg_final_limit(seg.raw, seg.tail)
+        while seg.tail < limit {
+            let n = hg_drain_final(seg.raw, &seg.tail, limit, slots, Self.batchSize, &seg.torn)
+            if n > 0 {
+                translate(seg, count: n)
+                seg.consumed &+= UInt64(n)
+            }
+        }
+        reportLost(seg)
+    }
+
+    /// Emits a `lost` record when the shim's lost_events counter grew.
+    private func reportLost(_ seg: Segment) {
+        var c = hg_counters()
+        hg_segment_counters(seg.raw, &c)
+        if c.lost_events > seg.lostReported {
+            seg.writer.lost(count: c.lost_events - seg.lostReported)
+            seg.lostReported = c.lost_events
+        }
+    }
+
+    private func translate(_ seg: Segment, count: Int) {
+        let w = seg.writer
+        for i in 0..<count {
+            let s = slots[i]
+            let kind = UInt32(truncatingIfNeeded: s.size_kind >> UInt64(HG_KIND_SHIFT))
+            switch kind {
+            case UInt32(HG_K_MALLOC.rawValue)...UInt32(HG_K_PVALLOC.rawValue):
+                var stack = s.ref
+                if stack != 0 && !seg.stacks.contains(stack) {
+                    stack = defineStack(seg, ref: stack)
+                }
+                var type = s.aux
+                if type != 0 && !seg.types.contains(type) {
+                    seg.undefinedTypes &+= 1
+                    type = 0
+                }
+                w.appendAllocation(AllocationFunction(rawValue: UInt8(truncatingIfNeeded: kind)) ?? .malloc,
+                                   address: s.addr, size: s.size_kind & sizeMask, stack: stack, type: type)
+            case UInt32(HG_K_FREE.rawValue):
+                w.appendFree(.free, address: s.addr)
+            case UInt32(HG_K_REALLOC_FREE.rawValue):
+                w.appendFree(.realloc, address: s.addr)
+            case UInt32(HG_K_REALLOC_UNDO.rawValue):
+                w.appendReallocUndo(address: s.addr)
+            case UInt32(HG_K_NOP.rawValue):
+                continue
+            default:
+                metadata(seg, s, kind: kind)
+            }
+        }
+    }
+
+    /// Reads stack blob `ref` and defines it; returns the stack id to use (0 if invalid).
+    @inline(never)
+    private func defineStack(_ seg: Segment, ref: UInt32) -> UInt32 {
+        let n = hg_read_stack(seg.raw, ref, frames, UInt32(Self.maxFrames))
+        guard n > 0 else {
+            seg.badStacks &+= 1
+            return 0
+        }
+        seg.writer.defineStack(id: ref, frames: UnsafeBufferPointer(start: frames, count: Int(n)))
+        seg.stacks.insert(ref)
+        return ref
+    }
+
+    /// The string blob `ref`, or nil if invalid.
+    private func string(_ seg: Segment, ref: UInt32) -> String? {
+        let n = hg_read_string(seg.raw, ref, text, Self.maxText + 1)
+        guard n >= 0 else { return nil }
+        return String(decoding: UnsafeRawBufferPointer(start: text, count: Int(n)), as: UTF8.self)
+    }
+
+    @inline(never)
+    private func metadata(_ seg: Segment, _ s: hg_slot, kind: UInt32) {
+        let w = seg.writer
+        switch kind {
+        case UInt32(HG_K_MODULE_LOAD.rawValue):
+            var info = hg_module_info()
+            guard hg_read_module(seg.raw, s.ref, &info, moduleSegments, UInt32(Self.maxModuleSegments),
+                                 buildID, UInt32(Self.maxBuildID), modulePath, Self.maxPath + 1) == 0 else {
+                seg.badRecords &+= 1
+                return
+            }
+            var segments: [ModuleRecord.Segment] = []
+            segments.reserveCapacity(Int(info.nsegs))
+            for k in 0..<Int(info.nsegs) {
+                let m = moduleSegments[k]
+                segments.append(.init(vaddr: m.vaddr, memsz: m.memsz, flags: m.flags))
+            }
+            let path = String(decoding: UnsafeRawBufferPointer(start: modulePath, count: Int(info.path_len)), as: UTF8.self)
+            let id = Array(UnsafeBufferPointer(start: buildID, count: Int(info.build_id_len)))
+            w.moduleLoad(ModuleRecord(loadBias: info.load_bias, path: path, buildID: id, segments: segments))
+        case UInt32(HG_K_MODULE_UNLOAD.rawValue):
+            w.moduleUnload(loadBias: s.addr)
+        case UInt32(HG_K_TYPE_NAME.rawValue):
+            // Each id is defined once; later definitions of the same id are ignored.
+            guard s.aux != 0, !seg.types.contains(s.aux) else { return }
+            guard let name = string(seg, ref: s.ref) else {
+                seg.badRecords &+= 1
+                return
+            }
+            w.defineType(id: s.aux, metadata: s.addr, name: name)
+            seg.types.insert(s.aux)
+        case UInt32(HG_K_MARK.rawValue):
+            let label = s.ref == 0 ? "" : string(seg, ref: s.ref)
+            if label == nil { seg.badRecords &+= 1 }
+            w.mark(label: label ?? "", timeNanoseconds: s.size_kind & sizeMask,
+                   origin: MarkOrigin(rawValue: UInt8(truncatingIfNeeded: s.aux)) ?? .external)
+        case UInt32(HG_K_THREAD_START.rawValue):
+            w.threadStart(tid: s.aux)
+        default:
+            // HG_K_STACK_TRUNC (reserved) and unknown kinds: skipped.
+            seg.badRecords &+= 1
+        }
+    }
+}

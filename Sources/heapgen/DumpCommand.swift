@@ -1,0 +1,82 @@
+import ArgumentParser
+import HeapGenTrace
+
+/// `heapgen dump TRACE`
+struct DumpCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dump",
+        abstract: "Print every record of a trace, one per line (for debugging and scripts).",
+        discussion: """
+            Lines start with the record name: process, alloc, free, undo, stack, type, \
+            module, unload, mark, thread, lost, end. Addresses are hexadecimal and absolute. \
+            Exits with 65 if the trace is corrupt or truncated (after printing the records \
+            before the problem), 66 if it cannot be opened.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The trace file.", valueName: "trace"))
+    var trace: String
+
+    func run() throws {
+        let out = OutputBuffer()
+        do {
+            var reader = try TraceReader(path: trace)
+            try reader.forEach { out.line(Self.line($0)) }
+        } catch {
+            out.flush()
+            throw traceFailure(error)
+        }
+        out.flush()
+    }
+
+    static func line(_ record: TraceRecord) -> String {
+        switch record {
+        case let .process(p):
+            return "process pid=\(p.pid) ppid=\(p.ppid) origin=\(p.origin) start=\(p.startUnixNanoseconds) exe=\(quoted(p.executable)) args=[\(p.arguments.map(quoted).joined(separator: " "))]"
+        case let .allocation(function, address, size, stack, type):
+            return "alloc \(function.name) \(hex(address)) size=\(size) stack=\(stack) type=\(type)"
+        case let .free(function, address):
+            return "free \(function.name) \(hex(address))"
+        case let .reallocUndo(address):
+            return "undo \(hex(address))"
+        case let .stack(id, frames):
+            return "stack \(id) " + frames.map(hex).joined(separator: " ")
+        case let .type(id, metadata, name):
+            return "type \(id) \(hex(metadata)) \(quoted(name))"
+        case let .moduleLoad(m):
+            let segs = m.segments.map { "\(hex($0.vaddr))+\(hex($0.memsz)):\($0.flags)" }.joined(separator: ",")
+            let id = m.buildID.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+            return "module \(hex(m.loadBias)) \(quoted(m.path)) buildid=\(id.isEmpty ? "-" : id) segments=\(segs.isEmpty ? "-" : segs)"
+        case let .moduleUnload(loadBias):
+            return "unload \(hex(loadBias))"
+        case let .mark(label, time, origin):
+            return "mark \(quoted(label)) time=\(time) origin=\(origin)"
+        case let .threadStart(tid):
+            return "thread \(tid)"
+        case let .lost(count):
+            return "lost \(count)"
+        case let .end(e):
+            return "end reason=\(e.reason) status=\(e.status) events=\(e.eventCount) waits=\(e.producerWaits) wait_ns=\(e.producerWaitNanoseconds) lost=\(e.lostEvents) torn=\(e.tornEvents) arena_full=\(e.arenaFull) free_null=\(e.freeNullCalls) unwind_fallbacks=\(e.unwindFallbacks)"
+        }
+    }
+
+    /// A string in double quotes with \, " and control characters escaped.
+    static func quoted(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            default:
+                if u.value < 0x20 || u.value == 0x7F {
+                    out += "\\x" + (u.value < 16 ? "0" : "") + String(u.value, radix: 16)
+                } else {
+                    out.unicodeScalars.append(u)
+                }
+            }
+        }
+        return out + "\""
+    }
+}

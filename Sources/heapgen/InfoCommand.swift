@@ -1,0 +1,143 @@
+import ArgumentParser
+import HeapGenTrace
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// `heapgen info TRACE [--format text|json]`
+struct InfoCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "info",
+        abstract: "Summarize a trace: process, totals, live heap at the end, peak, marks.",
+        discussion: "Exits with 65 if the trace is corrupt, truncated or not a trace, 66 if it cannot be opened."
+    )
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case text, json
+    }
+
+    @Argument(help: ArgumentHelp("The trace file.", valueName: "trace"))
+    var trace: String
+
+    @Option(name: .long, help: "Output format: text (a short table) or json (every field, sorted keys).")
+    var format: Format = .text
+
+    func run() throws {
+        let summary: TraceSummary
+        do {
+            summary = try TraceSummary.load(path: trace)
+        } catch {
+            throw traceFailure(error)
+        }
+        let out = OutputBuffer()
+        switch format {
+        case .json:
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            let data: Data
+            do {
+                data = try encoder.encode(summary)
+            } catch {
+                standardError("heapgen: cannot encode the summary: \(error)\n")
+                throw ExitCode(125)
+            }
+            out.line(String(decoding: data, as: UTF8.self))
+        case .text:
+            for line in SummaryTable.lines(summary) { out.line(line) }
+        }
+        out.flush()
+    }
+}
+
+/// The text form of `info`.
+enum SummaryTable {
+    static func lines(_ s: TraceSummary) -> [String] {
+        var rows: [(String, String)] = []
+        let p = s.process
+        rows.append(("process", "\(p.pid) (parent \(p.ppid), \(originName(p.origin)))"))
+        rows.append(("executable", p.executable))
+        if !p.arguments.isEmpty { rows.append(("arguments", p.arguments.joined(separator: " "))) }
+        rows.append(("ended", endDescription(s.end)))
+        rows.append(("events", count(s.eventCount)))
+        let allocated = s.allocations.values.reduce(UInt64(0)) { $0 &+ $1.bytes }
+        rows.append(("allocations", "\(count(s.allocationCount)) (\(bytes(allocated)))"))
+        for (name, totals) in s.allocations.sorted(by: { $0.key < $1.key }) {
+            rows.append(("  " + name, "\(count(totals.calls)) (\(bytes(totals.bytes)))"))
+        }
+        rows.append(("frees", count(s.freeCount)))
+        for (name, calls) in s.frees.sorted(by: { $0.key < $1.key }) {
+            rows.append(("  " + name, count(calls)))
+        }
+        if s.reallocUndoCount > 0 { rows.append(("failed reallocs", count(s.reallocUndoCount))) }
+        if s.freeNullCalls > 0 { rows.append(("free(NULL)", count(s.freeNullCalls))) }
+        rows.append(("live at end", "\(count(s.liveObjects)) blocks, \(bytes(s.liveBytes))"))
+        rows.append(("peak", "\(bytes(s.peakLiveBytes)) at event \(count(s.peakEventPosition))"))
+        rows.append(("stacks", count(UInt64(s.stackCount))))
+        if !s.types.isEmpty { rows.append(("types", count(UInt64(s.types.count)))) }
+        rows.append(("modules", count(UInt64(s.modules.count))))
+        rows.append(("threads", count(UInt64(s.threadCount))))
+        for mark in s.marks {
+            let label = mark.label.isEmpty ? "#\(mark.index)" : "#\(mark.index) \(mark.label)"
+            rows.append(("mark", "\(label): \(count(mark.liveObjects)) blocks, \(bytes(mark.liveBytes)) live at event \(count(mark.eventPosition))"))
+        }
+        let e = s.end
+        if e.producerWaits > 0 {
+            rows.append(("program waited", "\(count(e.producerWaits)) times, \(e.producerWaitNanoseconds / 1_000_000) ms"))
+        }
+        if e.lostEvents > 0 || s.lostEvents > 0 { rows.append(("lost events", count(max(e.lostEvents, s.lostEvents)))) }
+        if e.tornEvents > 0 { rows.append(("torn events", count(e.tornEvents))) }
+        if e.arenaFull > 0 { rows.append(("arena full", count(e.arenaFull))) }
+        if e.unwindFallbacks > 0 { rows.append(("unwind fallbacks", count(e.unwindFallbacks))) }
+        let problemCount = s.unknownFrees + s.doubleAllocations + s.badUndos
+        if problemCount > 0 {
+            rows.append(("problems", "\(count(s.unknownFrees)) unknown frees, \(count(s.doubleAllocations)) double allocations, \(count(s.badUndos)) bad undos"))
+        }
+        let width = rows.map(\.0.count).max() ?? 0
+        var lines = rows.map { $0.0 + String(repeating: " ", count: width - $0.0.count) + "  " + $0.1 }
+        lines.append(contentsOf: s.problems.map { "  " + $0 })
+        return lines
+    }
+
+    static func originName(_ o: ProcessOrigin) -> String {
+        switch o {
+        case .root: "the recorded program"
+        case .fork: "forked"
+        case .exec: "exec'd"
+        }
+    }
+
+    static func endDescription(_ e: EndRecord) -> String {
+        switch e.reason {
+        case .exited: "exited with status \(e.status)"
+        case .signaled: "killed by signal \(e.status)"
+        case .execed: "exec'd another program"
+        case .collectorStopped: "still running when heapgen stopped"
+        case .unknown: "unknown"
+        }
+    }
+
+    static func count(_ n: UInt64) -> String {
+        let digits = String(n)
+        var out = ""
+        for (i, ch) in digits.enumerated() {
+            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
+            out.append(ch)
+        }
+        return out
+    }
+
+    static func bytes(_ n: UInt64) -> String {
+        if n < 1000 { return "\(n) B" }
+        let units = ["kB", "MB", "GB", "TB"]
+        var v = Double(n) / 1000
+        var u = 0
+        while v >= 1000 && u < units.count - 1 {
+            v /= 1000
+            u += 1
+        }
+        let tenths = Int((v * 10).rounded())
+        return "\(tenths / 10).\(tenths % 10) \(units[u])"
+    }
+}

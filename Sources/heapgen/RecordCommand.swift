@@ -1,0 +1,67 @@
+import ArgumentParser
+import HeapGenRecord
+
+/// `heapgen record [options] -- PROGRAM [ARGS...]`
+struct RecordCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "record",
+        abstract: "Run a program and record its heap allocations.",
+        discussion: """
+            The program inherits heapgen's standard input, output and error. \
+            Forked children and exec'd programs are recorded too, each into its own \
+            file next to the output: OUTPUT.<pid>, and OUTPUT.<pid>.<n> for the n-th \
+            program a process exec'd.
+
+            heapgen exits with the program's status (128+N if signal N killed it); \
+            its own failures are 125 (heapgen failed), 126 (the program cannot be \
+            traced: statically linked, setuid, not executable) and 127 (not found).
+            """
+    )
+
+    @Option(name: [.short, .long], help: ArgumentHelp(
+        "Where to write the program's trace (default: heapgen-<program>-<pid>.trace).", valueName: "path"))
+    var output: String?
+
+    @Flag(name: .customLong("no-follow-fork"), help: "Do not record children created with fork().")
+    var noFollowFork = false
+
+    @Flag(name: .customLong("no-follow-exec"), help: "Do not record programs started with exec() by the recorded processes.")
+    var noFollowExec = false
+
+    @Option(name: .customLong("ring-slots"), help: ArgumentHelp(
+        "Slots in each process's event ring, a power of two from 1024 to 67108864 (default 262144).", valueName: "n"))
+    var ringSlots: Int?
+
+    @Flag(name: [.short, .long], help: "Do not print the summary line when done.")
+    var quiet = false
+
+    @Argument(parsing: .captureForPassthrough, help: ArgumentHelp(
+        "The program to run and its arguments (put them after --).", valueName: "program"))
+    var command: [String] = []
+
+    mutating func validate() throws {
+        // Passthrough capture takes everything from the first word it does not know.
+        if command.first == "-h" || command.first == "--help" { throw CleanExit.helpRequest(self) }
+        if let first = command.first, first.hasPrefix("-"), first != "--" {
+            throw ValidationError("Unknown option '\(first)'. Put the program after --: heapgen record [options] -- PROGRAM [ARGS...]")
+        }
+        if command.first == "--" { command.removeFirst() }
+        if command.isEmpty {
+            throw ValidationError("Missing the program to run: heapgen record [options] -- PROGRAM [ARGS...]")
+        }
+        if let ringSlots, !Recorder.validRingSlots(ringSlots) {
+            throw ValidationError("--ring-slots must be a power of two between \(Recorder.minRingSlots) and \(Recorder.maxRingSlots).")
+        }
+    }
+
+    func run() throws {
+        var program = command
+        if program.first == "--" { program.removeFirst() }
+        guard let name = program.first else { throw ExitCode(ExitCodes.usage) }
+        let options = RecordOptions(program: name, arguments: Array(program.dropFirst()), output: output,
+                                    followFork: !noFollowFork, followExec: !noFollowExec,
+                                    ringSlots: ringSlots, quiet: quiet)
+        let status = Recorder(options: options).run()
+        if status != 0 { throw ExitCode(status) }
+    }
+}
