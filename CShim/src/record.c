@@ -30,10 +30,6 @@ void hg_record_alloc(uint32_t kind, void *p, size_t size, const hg_unwind_start 
     hg_guard++;
     int n = hg_unwind(st, pcs, (int)g_hg.max_frames, &truncated);
     hg_guard--;
-    /* Publish the fallback count where the collector reads it (rarely changes). */
-    uint64_t fallbacks = hg_unwind_fallbacks();
-    if (HG_UNLIKELY(fallbacks != g_hg.hdr->unwind_fallbacks))
-        __atomic_store_n(&g_hg.hdr->unwind_fallbacks, fallbacks, __ATOMIC_RELAXED);
     uint32_t ref = 0;
     if (n > 0) {
         hg_guard++;

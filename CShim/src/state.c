@@ -146,6 +146,7 @@ static int open_segment(uint32_t origin)
     g_hg.arena_size = cfg_arena_bytes;
     g_hg.max_frames = cfg_max_frames;
     g_hg.segment_gen++;
+    hg_unwind_set_fallback_sink(&h->unwind_fallbacks);
     __atomic_add_fetch(&g_hg.epoch, 1, __ATOMIC_RELEASE);
     return 1;
 }
@@ -164,6 +165,7 @@ static void fork_child(void)
     hg_guard++;
     hg_header *old = g_hg.hdr;
     g_hg_phase = 1;
+    hg_unwind_set_fallback_sink(NULL);
     munmap(old, old->segment_size);
     g_hg.hdr = NULL;
     if (open_segment(HG_ORIGIN_FORK)) {

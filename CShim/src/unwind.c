@@ -91,6 +91,9 @@ static cache_entry *_Atomic hg_cache;
 static _Atomic uint32_t     hg_epoch = 1;
 static _Atomic int          hg_mode  = HG_UNWIND_FAST;
 static _Atomic uint64_t     hg_fallbacks;
+/* Where the shim wants fallbacks counted too (its segment header), so the
+ * collector sees them without a check on every allocation. */
+static uint64_t *_Atomic    hg_fallback_sink;
 static _Atomic uint64_t     hg_fallbacks_unaligned;
 
 static inline uint64_t epoch_tag(void) {
@@ -591,6 +594,10 @@ uint64_t hg_unwind_fallbacks(void) {
     return atomic_load_explicit(&hg_fallbacks, memory_order_relaxed);
 }
 
+void hg_unwind_set_fallback_sink(uint64_t *counter) {
+    atomic_store_explicit(&hg_fallback_sink, counter, memory_order_relaxed);
+}
+
 uint64_t hg_unwind_fallbacks_unaligned(void) {
     return atomic_load_explicit(&hg_fallbacks_unaligned, memory_order_relaxed);
 }
@@ -700,6 +707,9 @@ int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated
         if (n == max) { *truncated = 1; return n; }
     }
     atomic_fetch_add_explicit(&hg_fallbacks, 1, memory_order_relaxed);
+    uint64_t *sink = atomic_load_explicit(&hg_fallback_sink, memory_order_relaxed);
+    if (sink)
+        __atomic_fetch_add(sink, 1, __ATOMIC_RELAXED);
     *truncated = 0;
     return unwind_slow(st, pcs, max, truncated);
 }

@@ -84,6 +84,10 @@ void hg_unwind_invalidate(void);
  * mode). */
 uint64_t hg_unwind_fallbacks(void);
 
+/* Also count fallbacks into *counter (NULL: stop). The shim points this at
+ * its segment header. */
+void hg_unwind_set_fallback_sink(uint64_t *counter);
+
 /* Fallbacks where libunwind's stack did not contain st->pc near its top, so
  * the leading shim frames were dropped by a fixed count instead (subset of
  * hg_unwind_fallbacks; expected to stay 0). */
