@@ -1,0 +1,200 @@
+// Decodes and validates the records of one chunk payload.
+
+/// Validation state carried from chunk to chunk while reading one trace.
+struct RecordDecoder {
+    let file: String
+    /// Delta base for event addresses.
+    var previousAddress: UInt64 = 0
+    var stacks = IdSet()
+    var types = IdSet()
+    var sawProcess = false
+    var sawEnd = false
+    /// Alloc, free, reallocUndo and mark records so far.
+    var events: UInt64 = 0
+    var records: UInt64 = 0
+
+    init(file: String) {
+        self.file = file
+    }
+
+    /// Decodes every record of `payload` (file offset `fileOffset`), calling `body` for each.
+    mutating func decode(chunk payload: UnsafeRawBufferPointer, fileOffset: UInt64,
+                         _ body: (TraceRecord) throws -> Void) throws {
+        var c = ByteCursor(payload, fileOffset: fileOffset, file: file)
+        while !c.atEnd {
+            let start = c.position
+            if sawEnd { throw c.corrupt("record after the end record", at: start) }
+            let tag = c.base[start]
+            c.skip(1)
+            if !sawProcess && tag != RecordTag.process {
+                throw c.corrupt("first record has tag \(hex(tag)), not process (0x20)", at: start)
+            }
+            records &+= 1
+            switch tag {
+            case RecordTag.alloc:
+                let code = try c.byte()
+                guard let function = AllocationFunction(rawValue: code) else {
+                    throw c.corrupt("unknown allocation function \(code)", at: start &+ 1)
+                }
+                let address = try c.delta(from: previousAddress)
+                previousAddress = address
+                let size = try c.varint()
+                let stackAt = c.position
+                let stack = try c.varint32("stack id")
+                if stack != 0 && !stacks.contains(stack) {
+                    throw c.corrupt("alloc uses stack \(stack), which is not defined", at: stackAt)
+                }
+                let typeAt = c.position
+                let type = try c.varint32("type id")
+                if type != 0 && !types.contains(type) {
+                    throw c.corrupt("alloc uses type \(type), which is not defined", at: typeAt)
+                }
+                events &+= 1
+                try body(.allocation(function: function, address: address, size: size, stack: stack, type: type))
+
+            case RecordTag.free:
+                let code = try c.byte()
+                guard let function = FreeFunction(rawValue: code) else {
+                    throw c.corrupt("unknown free function \(code)", at: start &+ 1)
+                }
+                let address = try c.delta(from: previousAddress)
+                previousAddress = address
+                events &+= 1
+                try body(.free(function: function, address: address))
+
+            case RecordTag.reallocUndo:
+                let address = try c.delta(from: previousAddress)
+                previousAddress = address
+                events &+= 1
+                try body(.reallocUndo(address: address))
+
+            case RecordTag.stack:
+                let id = try Self.definedID(&c, "stack id", in: &stacks, start: start)
+                let countAt = c.position
+                let count = try c.length("frame count", limit: TraceFormat.maxFrames)
+                if count == 0 { throw c.corrupt("stack \(id) has no frames", at: countAt) }
+                var frames = [UInt64]()
+                frames.reserveCapacity(count)
+                var previous: UInt64 = 0
+                for _ in 0..<count {
+                    previous = try c.delta(from: previous)
+                    frames.append(previous)
+                }
+                try body(.stack(id: id, frames: frames))
+
+            case RecordTag.type:
+                let id = try Self.definedID(&c, "type id", in: &types, start: start)
+                let metadata = try c.varint()
+                let name = try c.string("type name length")
+                try body(.type(id: id, metadata: metadata, name: name))
+
+            case RecordTag.moduleLoad:
+                let loadBias = try c.varint()
+                let path = try c.string("module path length")
+                let buildID = try c.bytes("build ID length")
+                let count = try c.length("segment count", limit: TraceFormat.maxSegments)
+                var segments = [ModuleRecord.Segment]()
+                segments.reserveCapacity(count)
+                for _ in 0..<count {
+                    let vaddr = try c.varint()
+                    let memsz = try c.varint()
+                    let flags = try c.varint32("segment flags")
+                    segments.append(.init(vaddr: vaddr, memsz: memsz, flags: flags))
+                }
+                try body(.moduleLoad(ModuleRecord(loadBias: loadBias, path: path, buildID: buildID, segments: segments)))
+
+            case RecordTag.moduleUnload:
+                try body(.moduleUnload(loadBias: try c.varint()))
+
+            case RecordTag.mark:
+                let time = try c.varint()
+                let originAt = c.position
+                let code = try c.byte()
+                guard let origin = MarkOrigin(rawValue: code) else {
+                    throw c.corrupt("unknown mark origin \(code)", at: originAt)
+                }
+                let label = try c.string("mark label length")
+                events &+= 1
+                try body(.mark(label: label, timeNanoseconds: time, origin: origin))
+
+            case RecordTag.threadStart:
+                try body(.threadStart(tid: try c.varint32("thread id")))
+
+            case RecordTag.lost:
+                try body(.lost(count: try c.varint()))
+
+            case RecordTag.process:
+                if sawProcess { throw c.corrupt("second process record", at: start) }
+                sawProcess = true
+                let pid = try c.int32("pid")
+                let ppid = try c.int32("ppid")
+                let originAt = c.position
+                let code = try c.byte()
+                guard let origin = ProcessOrigin(rawValue: code) else {
+                    throw c.corrupt("unknown process origin \(code)", at: originAt)
+                }
+                let executable = try c.string("executable path length")
+                let count = try c.length("argument count", limit: TraceFormat.maxArguments)
+                var arguments = [String]()
+                arguments.reserveCapacity(count)
+                for _ in 0..<count {
+                    arguments.append(try c.string("argument length"))
+                }
+                let start = try c.varint()
+                try body(.process(ProcessRecord(pid: pid, ppid: ppid, origin: origin, executable: executable,
+                                                arguments: arguments, startUnixNanoseconds: start)))
+
+            case RecordTag.end:
+                let reasonAt = c.position
+                let code = try c.byte()
+                guard let reason = EndReason(rawValue: code) else {
+                    throw c.corrupt("unknown end reason \(code)", at: reasonAt)
+                }
+                let status = try c.int32("exit status")
+                var end = EndRecord(reason: reason, status: status)
+                end.producerWaits = try c.varint()
+                end.producerWaitNanoseconds = try c.varint()
+                end.lostEvents = try c.varint()
+                end.tornEvents = try c.varint()
+                end.arenaFull = try c.varint()
+                end.freeNullCalls = try c.varint()
+                end.unwindFallbacks = try c.varint()
+                let countAt = c.position
+                end.eventCount = try c.varint()
+                if end.eventCount != events {
+                    throw c.corrupt("end record counts \(end.eventCount) events but the file has \(events)", at: countAt)
+                }
+                if !c.atEnd { throw c.corrupt("record after the end record") }
+                sawEnd = true
+                try body(.end(end))
+
+            case RecordTag.extension:
+                let n = try c.length("extension length", limit: TraceFormat.maxChunkPayload)
+                c.skip(n)
+
+            default:
+                throw c.corrupt("unknown record tag \(hex(tag))", at: start)
+            }
+        }
+    }
+
+    /// Reads a stack or type id for a definition: non-zero, 32-bit, not defined before.
+    private static func definedID(_ c: inout ByteCursor, _ what: StaticString, in set: inout IdSet, start: Int) throws(TraceError) -> UInt32 {
+        let at = c.position
+        let id = try c.varint32(what)
+        if id == 0 { throw c.corrupt("\(what) 0 is reserved for \"none\" and cannot be defined", at: at) }
+        if !set.insert(id) { throw c.corrupt("\(what) \(id) is defined twice", at: start) }
+        return id
+    }
+}
+
+/// `0x2a`-style rendering of a byte.
+func hex(_ byte: UInt8) -> String {
+    let digits = String(byte, radix: 16)
+    return byte < 0x10 ? "0x0" + digits : "0x" + digits
+}
+
+/// `0x…` rendering of a 64-bit value.
+func hex(_ value: UInt64) -> String {
+    "0x" + String(value, radix: 16)
+}

@@ -1,0 +1,279 @@
+// One-pass totals and consistency check of a trace.
+
+/// Totals of one trace and a check that its events are consistent, computed in one pass.
+///
+/// Live blocks are tracked by address in a compact open-addressing table, so
+/// memory is proportional to the number of live blocks, not to the number of events.
+///
+/// Realloc: the `free(.realloc, p)` of a realloc moves `p` from the live set to a
+/// per-address *pending* set. A `reallocUndo(p)` (the realloc failed) makes it live
+/// again with its old size and stack. On success the pending entry is simply dropped:
+/// when an allocation returns `p` again, or when more than 4096 reallocs are pending
+/// (the oldest half goes; this bounds the leftovers of `realloc(p, 0)` and of moved
+/// blocks, whose completion cannot be paired by address since events carry no thread).
+public struct TraceSummary: Sendable, Codable {
+    /// Calls and requested bytes for one allocation function.
+    public struct FunctionTotals: Sendable, Codable, Equatable {
+        public var calls: UInt64
+        public var bytes: UInt64
+
+        public init(calls: UInt64 = 0, bytes: UInt64 = 0) {
+            self.calls = calls
+            self.bytes = bytes
+        }
+    }
+
+    /// A generation mark and the heap at that point.
+    public struct Mark: Sendable, Codable, Equatable {
+        public var label: String
+        /// 0 for the first mark of the trace, 1 for the next...
+        public var index: Int
+        /// Number of events (alloc, free, reallocUndo, mark) before this mark.
+        public var eventPosition: UInt64
+        public var timeNanoseconds: UInt64
+        public var origin: MarkOrigin
+        /// Live blocks and bytes just before the mark.
+        public var liveObjects: UInt64
+        public var liveBytes: UInt64
+    }
+
+    /// The file (path or in-memory name).
+    public var file: String
+    public var process: ProcessRecord
+    public var end: EndRecord
+    /// Per allocation function name ("malloc", "posix_memalign"...): calls and requested bytes.
+    /// Functions never called are absent.
+    public var allocations: [String: FunctionTotals] = [:]
+    /// Per free function name ("free", "realloc"): calls. Functions never called are absent.
+    public var frees: [String: UInt64] = [:]
+    /// `free(NULL)` calls (from the end record; they are not recorded as events).
+    public var freeNullCalls: UInt64 = 0
+    /// alloc records.
+    public var allocationCount: UInt64 = 0
+    /// free records.
+    public var freeCount: UInt64 = 0
+    /// reallocUndo records.
+    public var reallocUndoCount: UInt64 = 0
+    /// alloc, free, reallocUndo and mark records.
+    public var eventCount: UInt64 = 0
+    /// Blocks live at the end of the trace.
+    public var liveObjects: UInt64 = 0
+    /// Requested bytes live at the end of the trace.
+    public var liveBytes: UInt64 = 0
+    /// Highest live bytes seen, and the event position where it was first reached.
+    public var peakLiveBytes: UInt64 = 0
+    public var peakEventPosition: UInt64 = 0
+    /// Stack definitions.
+    public var stackCount: Int = 0
+    /// Type definitions: id → name.
+    public var types: [UInt32: String] = [:]
+    /// Paths of loaded modules, in load order.
+    public var modules: [String] = []
+    /// moduleUnload records.
+    public var moduleUnloads: Int = 0
+    public var marks: [Mark] = []
+    /// threadStart records.
+    public var threadCount: Int = 0
+    /// Sum of `lost` records.
+    public var lostEvents: UInt64 = 0
+    /// Reallocs still pending at the end (realloc(p, 0), or moved blocks never reused).
+    public var pendingReallocsAtEnd: Int = 0
+
+    /// Consistency problems, one line each (the first 100; the counters below are complete).
+    public var problems: [String] = []
+    /// Frees of an address that was not live.
+    public var unknownFrees: UInt64 = 0
+    /// Allocations returning an address that was already live.
+    public var doubleAllocations: UInt64 = 0
+    /// reallocUndo records with no pending realloc of that address.
+    public var badUndos: UInt64 = 0
+
+    /// Most problem lines kept in ``problems``.
+    public static let maxProblemLines = 100
+    /// Pending reallocs kept before the oldest half is dropped.
+    static let maxPendingReallocs = 4096
+
+    /// Reads and summarizes the trace at `path`.
+    ///
+    /// - Throws: ``TraceError`` if the trace cannot be read or is invalid.
+    public static func load(path: String) throws -> TraceSummary {
+        try TraceSummary(reader: TraceReader(path: path))
+    }
+
+    /// Reads and summarizes the trace of `reader` (from its start).
+    ///
+    /// - Throws: ``TraceError`` if the trace is invalid.
+    public init(reader: TraceReader) throws {
+        var reader = reader
+        var builder = Builder()
+        try reader.forEach { record in builder.add(record) }
+        // The reader guarantees both for a trace it read to the end.
+        guard let process = builder.process, let end = builder.end else {
+            throw TraceError(.corrupt, "no process or end record", file: reader.name)
+        }
+        var problems = builder.problems
+        if builder.problemCount > problems.count {
+            problems.append("… and \(builder.problemCount - problems.count) more problems")
+        }
+        self.file = reader.name
+        self.process = process
+        self.end = end
+        for function in AllocationFunction.allCases where builder.allocCalls[Int(function.rawValue)] > 0 {
+            allocations[function.name] = FunctionTotals(calls: builder.allocCalls[Int(function.rawValue)],
+                                                        bytes: builder.allocBytes[Int(function.rawValue)])
+        }
+        for function in FreeFunction.allCases where builder.freeCalls[Int(function.rawValue)] > 0 {
+            frees[function.name] = builder.freeCalls[Int(function.rawValue)]
+        }
+        freeNullCalls = end.freeNullCalls
+        allocationCount = builder.allocations
+        freeCount = builder.frees
+        reallocUndoCount = builder.undos
+        eventCount = builder.events
+        liveObjects = UInt64(builder.live.count)
+        liveBytes = builder.liveBytes
+        peakLiveBytes = builder.peak
+        peakEventPosition = builder.peakAt
+        stackCount = builder.stacks
+        types = builder.types
+        modules = builder.modules
+        moduleUnloads = builder.unloads
+        marks = builder.marks
+        threadCount = builder.threads
+        lostEvents = builder.lost
+        pendingReallocsAtEnd = builder.pending.count
+        self.problems = problems
+        unknownFrees = builder.unknownFrees
+        doubleAllocations = builder.doubleAllocations
+        badUndos = builder.badUndos
+    }
+
+    /// Accumulates the summary record by record.
+    private struct Builder {
+        let live = LiveTable()
+        var pending: [UInt64: PendingRealloc] = [:]
+        var allocCalls = [UInt64](repeating: 0, count: 256)
+        var allocBytes = [UInt64](repeating: 0, count: 256)
+        var freeCalls = [UInt64](repeating: 0, count: 256)
+        var process: ProcessRecord?
+        var end: EndRecord?
+        var events: UInt64 = 0
+        var liveBytes: UInt64 = 0
+        var peak: UInt64 = 0
+        var peakAt: UInt64 = 0
+        var allocations: UInt64 = 0, frees: UInt64 = 0, undos: UInt64 = 0
+        var unknownFrees: UInt64 = 0, doubleAllocations: UInt64 = 0, badUndos: UInt64 = 0
+        var problems: [String] = []
+        var problemCount = 0
+        var stacks = 0, threads = 0, unloads = 0
+        var lost: UInt64 = 0
+        var types: [UInt32: String] = [:]
+        var modules: [String] = []
+        var marks: [Mark] = []
+
+        mutating func problem(_ text: @autoclosure () -> String) {
+            problemCount += 1
+            if problems.count < TraceSummary.maxProblemLines { problems.append("event \(events): \(text())") }
+        }
+
+        @inline(__always)
+        mutating func grew() {
+            if liveBytes > peak {
+                peak = liveBytes
+                peakAt = events
+            }
+        }
+
+        mutating func add(_ record: TraceRecord) {
+            switch record {
+            case let .allocation(function, address, size, stack, _):
+                allocations &+= 1
+                let f = Int(function.rawValue)
+                allocCalls[f] &+= 1
+                allocBytes[f] &+= size
+                if !pending.isEmpty { pending.removeValue(forKey: address) }
+                if let old = live.insert(address, size: size, stack: stack) {
+                    doubleAllocations &+= 1
+                    liveBytes &-= old.size
+                    problem("\(function.name) returned \(hex(address)), which is already live (\(old.size) bytes)")
+                }
+                liveBytes &+= size
+                grew()
+                events &+= 1
+
+            case let .free(function, address):
+                frees &+= 1
+                freeCalls[Int(function.rawValue)] &+= 1
+                if let old = live.remove(address) {
+                    liveBytes &-= old.size
+                    if function == .realloc {
+                        pending[address] = PendingRealloc(size: old.size, stack: old.stack, event: events)
+                        if pending.count > TraceSummary.maxPendingReallocs { TraceSummary.dropOldestHalf(&pending) }
+                    }
+                } else {
+                    unknownFrees &+= 1
+                    problem("\(function.name) of \(hex(address)), which is not live")
+                }
+                events &+= 1
+
+            case let .reallocUndo(address):
+                undos &+= 1
+                if let block = pending.removeValue(forKey: address) {
+                    if let old = live.insert(address, size: block.size, stack: block.stack) {
+                        badUndos &+= 1
+                        liveBytes &-= old.size
+                        problem("reallocUndo of \(hex(address)), which is live again")
+                    }
+                    liveBytes &+= block.size
+                    grew()
+                } else {
+                    badUndos &+= 1
+                    problem("reallocUndo of \(hex(address)), which no realloc freed")
+                }
+                events &+= 1
+
+            case let .mark(label, time, origin):
+                marks.append(Mark(label: label, index: marks.count, eventPosition: events, timeNanoseconds: time,
+                                  origin: origin, liveObjects: UInt64(live.count), liveBytes: liveBytes))
+                events &+= 1
+
+            case .stack:
+                stacks += 1
+            case let .type(id, _, name):
+                types[id] = name
+            case let .moduleLoad(module):
+                modules.append(module.path)
+            case .moduleUnload:
+                unloads += 1
+            case .threadStart:
+                threads += 1
+            case let .lost(count):
+                lost &+= count
+            case let .process(record):
+                process = record
+            case let .end(record):
+                end = record
+            }
+        }
+    }
+
+    /// A block freed by a realloc that may still fail.
+    struct PendingRealloc {
+        var size: UInt64
+        var stack: UInt32
+        /// Event position of the realloc's free.
+        var event: UInt64
+    }
+
+    /// Drops the older half of the pending reallocs.
+    private static func dropOldestHalf(_ pending: inout [UInt64: PendingRealloc]) {
+        let ages = pending.values.map(\.event).sorted()
+        let cutoff = ages[ages.count / 2]
+        pending = pending.filter { $0.value.event >= cutoff }
+    }
+
+    /// True if the events are consistent (no unknown frees, double allocations or bad undos).
+    public var isConsistent: Bool {
+        unknownFrees == 0 && doubleAllocations == 0 && badUndos == 0
+    }
+}

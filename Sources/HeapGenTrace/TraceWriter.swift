@@ -1,0 +1,423 @@
+// Writes heapgen trace files (docs/trace-format.md).
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Writes one trace file: header, process record, then records in chunks.
+///
+/// Records are encoded into an in-memory chunk that is written (with its
+/// CRC-32C) once it holds 64 KiB, on every ``mark(label:timeNanoseconds:origin:)``,
+/// on ``flush()`` and on ``finish(_:)``. Appends never throw: the first I/O
+/// error is kept in ``failure`` and later appends are dropped.
+///
+/// The writer does not check that stack and type ids are defined before use
+/// (that would cost a lookup per event): callers define each id once, before
+/// the first event that uses it, and never define id 0.
+///
+/// Not thread-safe: use one writer from one thread (or under one lock).
+public final class TraceWriter {
+    /// The path the writer was created with.
+    public let path: String
+
+    /// Alloc, free, reallocUndo and mark records appended so far.
+    public var eventCount: UInt64 { events }
+
+    /// Bytes written to the file so far (header and flushed chunks; not the pending chunk).
+    public var bytesWritten: UInt64 { written }
+
+    /// First I/O error seen by a non-throwing append (disk full...). Appends after it are dropped.
+    public var failure: TraceError? { firstError }
+
+    /// Payload bytes encoded but not yet written.
+    public var pendingBytes: Int { position - TraceFormat.chunkHeaderSize }
+
+    // Private storage behind the public counters: private stored properties let the
+    // compiler prove exclusive access statically (no swift_beginAccess per event).
+    private var events: UInt64 = 0
+    private var written: UInt64 = 0
+    private var firstError: TraceError?
+    /// The file descriptor, -1 once closed (internal for tests).
+    private(set) var fd: Int32
+    /// Chunk header (8 bytes, filled at flush) followed by the pending payload.
+    private var buffer: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    /// Offset in `buffer` of the next byte to write.
+    private var position: Int
+    /// Last address of an alloc, free or reallocUndo (delta base).
+    private var previousAddress: UInt64 = 0
+    /// False once finished or failed: appends are dropped.
+    private var writable = true
+
+    /// Room reserved past the flush threshold for one small record
+    /// (alloc is at most 32 bytes, end at most 87).
+    private static let smallRecordRoom = 128
+    private static let defaultCapacity = TraceFormat.chunkHeaderSize + TraceFormat.flushThreshold + smallRecordRoom
+    private static let flushAt = TraceFormat.chunkHeaderSize + TraceFormat.flushThreshold
+    /// Budget for all arguments of the process record, so the record fits in a chunk.
+    static let argumentBudget = 8 * 1024 * 1024
+
+    /// Creates (or truncates) `path` with mode 0600, O_NOFOLLOW; writes header + process record.
+    ///
+    /// - Throws: ``TraceError`` (`.io`) if the file cannot be created or written.
+    public init(path: String, process: ProcessRecord) throws {
+        self.path = path
+        let flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC
+        var descriptor: Int32
+        repeat {
+            descriptor = open(path, flags, mode_t(0o600))
+        } while descriptor < 0 && errno == EINTR
+        if descriptor < 0 {
+            let e = errno
+            throw TraceError(.io, "cannot create trace: \(SystemCalls.errorString(e))", file: path)
+        }
+        // O_TRUNC keeps the mode of an existing file: make a regular file owner-only.
+        // (Never chmod anything else: writing to /dev/null must not change /dev/null.)
+        var info = stat()
+        if fstat(descriptor, &info) != 0 {
+            let e = errno
+            close(descriptor)
+            throw TraceError(.io, "cannot stat trace: \(SystemCalls.errorString(e))", file: path)
+        }
+        if (info.st_mode & S_IFMT) == S_IFREG && (info.st_mode & 0o777) != 0o600
+            && fchmod(descriptor, mode_t(0o600)) != 0 {
+            let e = errno
+            close(descriptor)
+            throw TraceError(.io, "cannot make trace owner-only: \(SystemCalls.errorString(e))", file: path)
+        }
+        var header = TraceFormat.magic
+        header += [UInt8(TraceFormat.majorVersion & 0xFF), UInt8(TraceFormat.majorVersion >> 8)]
+        header += [UInt8(TraceFormat.minorVersion & 0xFF), UInt8(TraceFormat.minorVersion >> 8)]
+        header += [0, 0, 0, 0]
+        let headerError = header.withUnsafeBytes { raw in
+            SystemCalls.writeAll(descriptor, raw.baseAddress!, raw.count)
+        }
+        if let headerError {
+            close(descriptor)
+            throw TraceError(.io, "cannot write trace header: \(SystemCalls.errorString(headerError))", offset: 0, file: path)
+        }
+        fd = descriptor
+        capacity = Self.defaultCapacity
+        buffer = .allocate(capacity: capacity)
+        position = TraceFormat.chunkHeaderSize
+        written = UInt64(TraceFormat.headerSize)
+        encodeProcess(process)
+        // Make the file a readable (if truncated) trace right away.
+        try flush()
+    }
+
+    deinit {
+        if fd >= 0 {
+            // Not finished: keep what we have. The file reads as truncated, which it is.
+            flushPending()
+            close(fd)
+        }
+        buffer.deallocate()
+    }
+
+    // MARK: Events
+
+    /// Appends an `alloc` record: `function` returned `address` for `size` requested bytes.
+    @inline(__always)
+    public func appendAllocation(_ function: AllocationFunction, address: UInt64, size: UInt64, stack: UInt32, type: UInt32) {
+        guard writable else { return }
+        let p = buffer
+        var i = position
+        p[i] = RecordTag.alloc
+        p[i &+ 1] = function.rawValue
+        i = Varint.put(Varint.zigzag(address &- previousAddress), into: p, at: i &+ 2)
+        previousAddress = address
+        i = Varint.put(size, into: p, at: i)
+        i = Varint.put(UInt64(stack), into: p, at: i)
+        i = Varint.put(UInt64(type), into: p, at: i)
+        position = i
+        events &+= 1
+        if i >= Self.flushAt { flushPending() }
+    }
+
+    /// Appends a `free` record (`free(NULL)` is not recorded: count it in ``EndRecord/freeNullCalls``).
+    @inline(__always)
+    public func appendFree(_ function: FreeFunction, address: UInt64) {
+        guard writable else { return }
+        let p = buffer
+        let i = position
+        p[i] = RecordTag.free
+        p[i &+ 1] = function.rawValue
+        position = Varint.put(Varint.zigzag(address &- previousAddress), into: p, at: i &+ 2)
+        previousAddress = address
+        events &+= 1
+        if position >= Self.flushAt { flushPending() }
+    }
+
+    /// Appends a `reallocUndo` record: the realloc that freed `address` failed.
+    public func appendReallocUndo(address: UInt64) {
+        guard writable else { return }
+        let p = buffer
+        let i = position
+        p[i] = RecordTag.reallocUndo
+        position = Varint.put(Varint.zigzag(address &- previousAddress), into: p, at: i &+ 1)
+        previousAddress = address
+        events &+= 1
+        if position >= Self.flushAt { flushPending() }
+    }
+
+    // MARK: Definitions
+
+    /// Defines stack `id` (innermost frame first). Only the first 1024 frames are kept;
+    /// an empty stack is written as the single frame 0 so the id stays defined.
+    /// Id 0 means "no stack" and is ignored.
+    public func defineStack(id: UInt32, frames: UnsafeBufferPointer<UInt64>) {
+        guard writable, id != 0 else { return }
+        let count = min(frames.count, TraceFormat.maxFrames)
+        reserve(1 + 2 * Varint.maxBytes + max(count, 1) * Varint.maxBytes)
+        let p = buffer
+        var i = position
+        p[i] = RecordTag.stack
+        i = Varint.put(UInt64(id), into: p, at: i &+ 1)
+        if count == 0 {
+            i = Varint.put(1, into: p, at: i)
+            p[i] = 0
+            i &+= 1
+        } else {
+            i = Varint.put(UInt64(count), into: p, at: i)
+            var previous: UInt64 = 0
+            for k in 0..<count {
+                let frame = frames[k]
+                i = Varint.put(Varint.zigzag(frame &- previous), into: p, at: i)
+                previous = frame
+            }
+        }
+        position = i
+        endLargeRecord()
+    }
+
+    /// Defines stack `id` from an array (convenience for ``defineStack(id:frames:)``).
+    public func defineStack(id: UInt32, frames: [UInt64]) {
+        frames.withUnsafeBufferPointer { defineStack(id: id, frames: $0) }
+    }
+
+    /// Defines type `id`: Swift type metadata address and (demangled) name, cut to 64 KiB.
+    /// Id 0 means "no type" and is ignored.
+    public func defineType(id: UInt32, metadata: UInt64, name: String) {
+        guard writable, id != 0 else { return }
+        reserve(1 + 3 * Varint.maxBytes + Self.cappedCount(name))
+        let p = buffer
+        p[position] = RecordTag.type
+        position = Varint.put(UInt64(id), into: p, at: position &+ 1)
+        position = Varint.put(metadata, into: p, at: position)
+        putString(name)
+        endLargeRecord()
+    }
+
+    /// Appends a `moduleLoad` record (at most 64 segments; path and build ID cut to 64 KiB).
+    public func moduleLoad(_ module: ModuleRecord) {
+        guard writable else { return }
+        let segments = module.segments.prefix(TraceFormat.maxSegments)
+        let buildIDCount = min(module.buildID.count, TraceFormat.maxStringBytes)
+        reserve(1 + 4 * Varint.maxBytes + Self.cappedCount(module.path) + buildIDCount + segments.count * 3 * Varint.maxBytes)
+        let p = buffer
+        p[position] = RecordTag.moduleLoad
+        position = Varint.put(module.loadBias, into: p, at: position &+ 1)
+        putString(module.path)
+        position = Varint.put(UInt64(buildIDCount), into: p, at: position)
+        module.buildID.withUnsafeBufferPointer { bytes in
+            if let base = bytes.baseAddress, buildIDCount > 0 {
+                (p + position).update(from: base, count: buildIDCount)
+            }
+        }
+        position &+= buildIDCount
+        position = Varint.put(UInt64(segments.count), into: p, at: position)
+        for segment in segments {
+            position = Varint.put(segment.vaddr, into: p, at: position)
+            position = Varint.put(segment.memsz, into: p, at: position)
+            position = Varint.put(UInt64(segment.flags), into: p, at: position)
+        }
+        endLargeRecord()
+    }
+
+    /// Appends a `moduleUnload` record for the module loaded at `loadBias`.
+    public func moduleUnload(loadBias: UInt64) {
+        guard writable else { return }
+        let p = buffer
+        p[position] = RecordTag.moduleUnload
+        position = Varint.put(loadBias, into: p, at: position &+ 1)
+        if position >= Self.flushAt { flushPending() }
+    }
+
+    // MARK: Marks and bookkeeping
+
+    /// Appends a generation mark (label cut to 64 KiB) and flushes the chunk.
+    /// `timeNanoseconds` is CLOCK_MONOTONIC.
+    public func mark(label: String, timeNanoseconds: UInt64, origin: MarkOrigin) {
+        guard writable else { return }
+        reserve(2 + 2 * Varint.maxBytes + Self.cappedCount(label))
+        let p = buffer
+        p[position] = RecordTag.mark
+        position = Varint.put(timeNanoseconds, into: p, at: position &+ 1)
+        p[position] = origin.rawValue
+        position &+= 1
+        putString(label)
+        events &+= 1
+        flushPending()
+    }
+
+    /// Appends a `threadStart` record.
+    public func threadStart(tid: UInt32) {
+        guard writable else { return }
+        let p = buffer
+        p[position] = RecordTag.threadStart
+        position = Varint.put(UInt64(tid), into: p, at: position &+ 1)
+        if position >= Self.flushAt { flushPending() }
+    }
+
+    /// Appends a `lost` record: the shim gave up `count` events here.
+    public func lost(count: UInt64) {
+        guard writable else { return }
+        let p = buffer
+        p[position] = RecordTag.lost
+        position = Varint.put(count, into: p, at: position &+ 1)
+        if position >= Self.flushAt { flushPending() }
+    }
+
+    /// Writes the pending chunk.
+    ///
+    /// - Throws: ``TraceError`` (`.io`): this write's error, or the earlier ``failure``.
+    public func flush() throws {
+        flushPending()
+        if let failure { throw failure }
+    }
+
+    /// Appends the end record, flushes and closes the file. `end.eventCount` is
+    /// ignored: the writer writes its own ``eventCount``. Appends after this are dropped.
+    ///
+    /// - Throws: ``TraceError`` (`.io`) if any write failed, or the trace was already finished.
+    public func finish(_ end: EndRecord) throws {
+        guard fd >= 0 else {
+            throw failure ?? TraceError(.io, "trace already finished", file: path)
+        }
+        if writable {
+            let p = buffer
+            var i = position
+            p[i] = RecordTag.end
+            p[i &+ 1] = end.reason.rawValue
+            i = Varint.put(UInt64(UInt32(bitPattern: end.status)), into: p, at: i &+ 2)
+            for value in [end.producerWaits, end.producerWaitNanoseconds, end.lostEvents, end.tornEvents,
+                          end.arenaFull, end.freeNullCalls, end.unwindFallbacks, eventCount] {
+                i = Varint.put(value, into: p, at: i)
+            }
+            position = i
+            flushPending()
+        }
+        writable = false
+        let closeResult = close(fd)
+        let closeErrno = errno
+        fd = -1
+        if let failure { throw failure }
+        if closeResult != 0 {
+            let error = TraceError(.io, "cannot close trace: \(SystemCalls.errorString(closeErrno))", offset: bytesWritten, file: path)
+            firstError = error
+            throw error
+        }
+    }
+
+    // MARK: Encoding helpers
+
+    /// Encodes the process record into the (empty) chunk.
+    private func encodeProcess(_ process: ProcessRecord) {
+        var arguments = 0
+        var budget = Self.argumentBudget
+        for argument in process.arguments.prefix(TraceFormat.maxArguments) {
+            let cost = Varint.maxBytes + Self.cappedCount(argument)
+            if cost > budget { break }
+            budget -= cost
+            arguments += 1
+        }
+        reserve(3 + 5 * Varint.maxBytes + Self.cappedCount(process.executable) + (Self.argumentBudget - budget))
+        let p = buffer
+        p[position] = RecordTag.process
+        position = Varint.put(UInt64(UInt32(bitPattern: process.pid)), into: p, at: position &+ 1)
+        position = Varint.put(UInt64(UInt32(bitPattern: process.ppid)), into: p, at: position)
+        p[position] = process.origin.rawValue
+        position &+= 1
+        putString(process.executable)
+        position = Varint.put(UInt64(arguments), into: p, at: position)
+        for argument in process.arguments.prefix(arguments) {
+            putString(argument)
+        }
+        position = Varint.put(process.startUnixNanoseconds, into: p, at: position)
+    }
+
+    /// UTF-8 byte count of `string` as written (cut to 64 KiB).
+    private static func cappedCount(_ string: String) -> Int {
+        min(string.utf8.count, TraceFormat.maxStringBytes)
+    }
+
+    /// Writes `string` (length + UTF-8, cut to 64 KiB on a character boundary).
+    /// Room was reserved by the caller.
+    private func putString(_ string: String) {
+        var string = string
+        string.withUTF8 { utf8 in
+            var count = utf8.count
+            if count > TraceFormat.maxStringBytes {
+                count = TraceFormat.maxStringBytes
+                // Do not split a UTF-8 sequence: back off over continuation bytes.
+                while count > 0 && (utf8[count] & 0xC0) == 0x80 { count -= 1 }
+            }
+            position = Varint.put(UInt64(count), into: buffer, at: position)
+            if let base = utf8.baseAddress, count > 0 {
+                (buffer + position).update(from: base, count: count)
+            }
+            position &+= count
+        }
+    }
+
+    /// Makes room for a record of at most `bytes` bytes, flushing first if the
+    /// chunk would otherwise exceed the format's limit, and growing the buffer.
+    private func reserve(_ bytes: Int) {
+        let needed = position + bytes + Self.smallRecordRoom
+        if pendingBytes > 0 && pendingBytes + bytes > TraceFormat.maxChunkPayload {
+            flushPending()
+        }
+        if position + bytes + Self.smallRecordRoom > capacity {
+            let newCapacity = max(needed, capacity * 2)
+            let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+            grown.update(from: buffer, count: position)
+            buffer.deallocate()
+            buffer = grown
+            capacity = newCapacity
+        }
+    }
+
+    /// After a variable-size record: flush at the threshold, and give back a grown buffer.
+    private func endLargeRecord() {
+        if position >= Self.flushAt { flushPending() }
+        if capacity > 4 * Self.defaultCapacity && pendingBytes == 0 {
+            buffer.deallocate()
+            capacity = Self.defaultCapacity
+            buffer = .allocate(capacity: capacity)
+        }
+    }
+
+    /// Writes the pending chunk, if any. On error, records ``failure`` and stops appends.
+    private func flushPending() {
+        let payload = pendingBytes
+        guard payload > 0 else { return }
+        position = TraceFormat.chunkHeaderSize
+        guard fd >= 0, firstError == nil else { return }
+        let crc = CRC32C.checksum(UnsafeRawBufferPointer(start: buffer + TraceFormat.chunkHeaderSize, count: payload))
+        let raw = UnsafeMutableRawPointer(buffer)
+        raw.storeBytes(of: UInt32(payload).littleEndian, toByteOffset: 0, as: UInt32.self)
+        raw.storeBytes(of: crc.littleEndian, toByteOffset: 4, as: UInt32.self)
+        let total = TraceFormat.chunkHeaderSize + payload
+        if let e = SystemCalls.writeAll(fd, raw, total) {
+            firstError = TraceError(.io, "cannot write trace: \(SystemCalls.errorString(e))", offset: bytesWritten, file: path)
+            writable = false
+            return
+        }
+        written &+= UInt64(total)
+    }
+}
