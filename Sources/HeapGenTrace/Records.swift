@@ -1,7 +1,7 @@
 // Value types carried by heapgen trace records (see docs/trace-format.md).
 
 /// The allocator entry point that produced an allocation (`alloc` record, function code 1…9).
-public enum AllocationFunction: UInt8, Sendable, CaseIterable, Codable {
+public enum AllocationFunction: UInt8, Sendable, CaseIterable {
     case malloc = 1, calloc, realloc, reallocarray, posixMemalign, alignedAlloc, memalign, valloc, pvalloc
 
     /// The C name of the function, e.g. `"posix_memalign"`.
@@ -21,7 +21,7 @@ public enum AllocationFunction: UInt8, Sendable, CaseIterable, Codable {
 }
 
 /// The entry point that released a block (`free` record, function code 16 or 17).
-public enum FreeFunction: UInt8, Sendable, CaseIterable, Codable {
+public enum FreeFunction: UInt8, Sendable, CaseIterable {
     /// `free(p)` with a non-null `p`.
     case free = 16
     /// The old block of a `realloc` or `reallocarray`; `realloc(p, 0)` is only this.
@@ -37,7 +37,7 @@ public enum FreeFunction: UInt8, Sendable, CaseIterable, Codable {
 }
 
 /// Who asked for a generation mark.
-public enum MarkOrigin: UInt8, Sendable, CaseIterable, Codable {
+public enum MarkOrigin: UInt8, Sendable, CaseIterable {
     /// The traced program itself (an API call in the target).
     case program = 0
     /// The collector's periodic timer.
@@ -47,7 +47,7 @@ public enum MarkOrigin: UInt8, Sendable, CaseIterable, Codable {
 }
 
 /// How a traced process image came to be.
-public enum ProcessOrigin: UInt8, Sendable, CaseIterable, Codable {
+public enum ProcessOrigin: UInt8, Sendable, CaseIterable {
     /// The program `heapgen` started.
     case root = 0
     /// A child forked by a traced process.
@@ -113,7 +113,7 @@ public struct ModuleRecord: Sendable, Equatable, Codable {
 }
 
 /// Why a trace ended.
-public enum EndReason: UInt8, Sendable, CaseIterable, Codable {
+public enum EndReason: UInt8, Sendable, CaseIterable {
     /// The process exited; `status` is its exit code.
     case exited = 0
     /// The process was killed by a signal; `status` is the signal number.
