@@ -14,6 +14,8 @@ public struct RecordOptions: Sendable {
     public var ringSlots: Int?
     /// No summary line on success.
     public var quiet: Bool
+    /// Print one machine-readable `heapgen: stats: key=value ...` line (for scripts/bench).
+    public var stats: Bool = false
     /// The preload library; nil: `$HEAPGEN_SHIM`, else `libHeapGenShim.so` next to the executable.
     public var shimPath: String?
 

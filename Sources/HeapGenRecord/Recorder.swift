@@ -34,6 +34,7 @@ public final class Recorder {
     }
 
     private func record() throws -> Int32 {
+        let startNanoseconds = monotonicNanoseconds()
         if let slots = options.ringSlots, !Self.validRingSlots(slots) {
             throw RecordError("--ring-slots must be a power of two between \(Self.minRingSlots) and \(Self.maxRingSlots), not \(slots)",
                               exitCode: ExitCodes.usage)
@@ -89,12 +90,27 @@ public final class Recorder {
         loop.run()
         hg_set_forward_target(0)
 
-        if environmentValue("HEAPGEN_STATS") != nil, loop.drainNanoseconds > 0 {
-            let rate = Double(loop.slotsDrained) / (Double(loop.drainNanoseconds) / 1e9)
-            printDiagnostic("stats: \(Format.count(loop.slotsDrained)) slots drained in \(Format.duration(loop.drainNanoseconds)) of busy time (\(Format.oneDecimal(rate / 1e6)) M slots/s)")
+        if options.stats {
+            printStats(loop: loop, startNanoseconds: startNanoseconds)
         }
         let status = loop.rootStatus ?? .unknown
         return report(loop: loop, status: status)
+    }
+
+    /// One `key=value` line for benchmarks: the collector's own cost.
+    private func printStats(loop: RecordingLoop, startNanoseconds: UInt64) {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let seconds = Double(monotonicNanoseconds() - startNanoseconds) / 1e9
+        let busy = Double(loop.drainNanoseconds) / 1e9
+        let events = loop.finished.reduce(UInt64(0)) { $0 + $1.events }
+        let bytes = loop.finished.reduce(UInt64(0)) { $0 + $1.bytes }
+        let waits = loop.finished.reduce(UInt64(0)) { $0 + $1.end.producerWaits }
+        let waitNs = loop.finished.reduce(UInt64(0)) { $0 + $1.end.producerWaitNanoseconds }
+        let rate = busy > 0 ? Double(loop.slotsDrained) / busy : 0
+        printDiagnostic("stats: events=\(events) seconds=\(Format.threeDecimals(seconds)) "
+            + "drain_busy_seconds=\(Format.threeDecimals(busy)) slots_per_busy_second=\(Int(rate)) "
+            + "peak_rss_kb=\(usage.ru_maxrss) trace_bytes=\(bytes) waits=\(waits) wait_ns=\(waitNs)")
     }
 
     /// The closing lines; returns the exit status.
@@ -181,6 +197,12 @@ enum Format {
         if ns < 1_000_000 { return oneDecimal(Double(ns) / 1e3) + " µs" }
         if ns < 1_000_000_000 { return oneDecimal(Double(ns) / 1e6) + " ms" }
         return oneDecimal(Double(ns) / 1e9) + " s"
+    }
+
+    static func threeDecimals(_ v: Double) -> String {
+        let thousandths = Int((v * 1000).rounded())
+        let fraction = String(thousandths % 1000)
+        return "\(thousandths / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
     }
 
     static func oneDecimal(_ v: Double) -> String {

@@ -35,6 +35,9 @@ struct RecordCommand: ParsableCommand {
     @Flag(name: [.short, .long], help: "Do not print the summary line when done.")
     var quiet = false
 
+    @Flag(help: "Print one 'heapgen: stats: key=value ...' line with the collector's own costs (peak RSS, drain rate).")
+    var stats = false
+
     @Argument(parsing: .captureForPassthrough, help: ArgumentHelp(
         "The program to run and its arguments (put them after --).", valueName: "program"))
     var command: [String] = []
@@ -58,9 +61,10 @@ struct RecordCommand: ParsableCommand {
         var program = command
         if program.first == "--" { program.removeFirst() }
         guard let name = program.first else { throw ExitCode(ExitCodes.usage) }
-        let options = RecordOptions(program: name, arguments: Array(program.dropFirst()), output: output,
+        var options = RecordOptions(program: name, arguments: Array(program.dropFirst()), output: output,
                                     followFork: !noFollowFork, followExec: !noFollowExec,
                                     ringSlots: ringSlots, quiet: quiet)
+        options.stats = stats
         let status = Recorder(options: options).run()
         if status != 0 { throw ExitCode(status) }
     }
