@@ -1,0 +1,144 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+/// A demangled name in two lengths.
+public struct DemangledName: Sendable, Hashable {
+    /// e.g. `Demo.ProfileViewModel.init(name: Swift.String) -> Demo.ProfileViewModel`
+    public var full: String
+    /// e.g. `ProfileViewModel.init(name:)`
+    public var short: String
+}
+
+/// Swift demangling. In a Swift process it calls the runtime: `swift_demangle` (exported by
+/// libswiftCore) for the full form and `_swift_backtrace_demangle` (the runtime's backtracer
+/// SPI, "simplified UI" options: no module names, argument labels only) for the short form,
+/// both found with `dlsym(RTLD_DEFAULT, …)`. Without them it runs
+/// `swift-demangle --compact [--simplified] NAME…` in batches. Non-Swift names (C, and C++
+/// that llvm-symbolizer already demangled) pass through. Not thread-safe: the owner serializes.
+final class Demangler {
+    enum Mode: Sendable, Equatable {
+        /// Runtime functions, else the `swift-demangle` found next to the toolchain.
+        case automatic
+        /// Only `swift-demangle` at this path (tests; hosts without the Swift runtime).
+        case commandLine(String)
+        /// Leave Swift names mangled.
+        case disabled
+    }
+
+    private typealias FullFunction = @convention(c) (
+        UnsafePointer<CChar>?, Int, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<Int>?, UInt32
+    ) -> UnsafeMutablePointer<CChar>?
+    private typealias ShortFunction = @convention(c) (
+        UnsafePointer<CChar>?, Int, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<Int>?
+    ) -> UnsafeMutablePointer<CChar>?
+
+    private let full: FullFunction?
+    private let short: ShortFunction?
+    private let tool: String?
+    private let idleTimeout: Double
+    private var cache: [String: DemangledName] = [:]
+
+    init(mode: Mode = .automatic, idleTimeout: Double = 10) {
+        self.idleTimeout = idleTimeout
+        switch mode {
+        case .automatic:
+            // dlsym(RTLD_DEFAULT, …): RTLD_DEFAULT is the null handle on glibc.
+            full = dlsym(nil, "swift_demangle").map { unsafeBitCast($0, to: FullFunction.self) }
+            short = dlsym(nil, "_swift_backtrace_demangle").map { unsafeBitCast($0, to: ShortFunction.self) }
+            tool = (full == nil || short == nil) ? ToolLocator.swiftDemangle() : nil
+        case .commandLine(let path):
+            full = nil; short = nil; tool = path
+        case .disabled:
+            full = nil; short = nil; tool = nil
+        }
+    }
+
+    /// True when Swift names can be demangled at all.
+    var isAvailable: Bool { full != nil || tool != nil }
+
+    /// A Swift mangled name: `$s…`/`$S…`/`$e…` (optionally with a leading `_`) or the Swift 4 `_T0…`.
+    static func isSwiftMangled(_ name: String) -> Bool {
+        var s = Substring(name)
+        if s.hasPrefix("_T0") { return true }
+        if s.hasPrefix("_") { s = s.dropFirst() }
+        return s.hasPrefix("$s") || s.hasPrefix("$S") || s.hasPrefix("$e")
+    }
+
+    /// Demangles every name; non-Swift names and names that don't demangle map to themselves.
+    func demangle(_ names: [String]) -> [String: DemangledName] {
+        var out: [String: DemangledName] = [:]
+        var partial: [String: (full: String?, short: String?)] = [:]
+        for n in names where out[n] == nil && partial[n] == nil {
+            if let c = cache[n] { out[n] = c; continue }
+            guard Self.isSwiftMangled(n) else { out[n] = DemangledName(full: n, short: n); continue }
+            let fullName = full.flatMap { f in Self.call(n) { f($0, $1, nil, nil, 0) } }
+            let shortName = short.flatMap { s in Self.call(n) { s($0, $1, nil, nil) } }
+            if let fullName, let shortName {
+                let d = DemangledName(full: fullName, short: shortName)
+                cache[n] = d
+                out[n] = d
+            } else {
+                partial[n] = (fullName, shortName)
+            }
+        }
+        guard !partial.isEmpty else { return out }
+        var fulls: [String: String] = [:], shorts: [String: String] = [:]
+        if let tool {
+            fulls = runTool(tool, partial.filter { $0.value.full == nil }.map(\.key), simplified: false)
+            shorts = runTool(tool, partial.filter { $0.value.short == nil }.map(\.key), simplified: true)
+        }
+        for (n, p) in partial {
+            let fullName = p.full ?? fulls[n]
+            let d = DemangledName(full: fullName ?? n, short: p.short ?? shorts[n] ?? fullName ?? n)
+            if fullName != nil { cache[n] = d }
+            out[n] = d
+        }
+        return out
+    }
+
+    func demangle(_ name: String) -> DemangledName {
+        demangle([name])[name] ?? DemangledName(full: name, short: name)
+    }
+
+    /// Calls a runtime demangler; nil if it fails (it returns null, or the input unchanged).
+    private static func call(_ name: String,
+                             _ body: (UnsafePointer<CChar>, Int) -> UnsafeMutablePointer<CChar>?) -> String? {
+        let result: String? = name.withCString { p in
+            guard let r = body(p, strlen(p)) else { return nil }
+            defer { free(r) }
+            return String(cString: r)
+        }
+        guard let result, !result.isEmpty, result != name else { return nil }
+        return result
+    }
+
+    /// `swift-demangle --compact [--simplified] NAME…`, one output line per name, in batches.
+    private func runTool(_ tool: String, _ names: [String], simplified: Bool) -> [String: String] {
+        var out: [String: String] = [:]
+        var start = 0
+        while start < names.count {
+            // Keep argv well under ARG_MAX.
+            var end = start, bytes = 0
+            while end < names.count, end - start < 500, bytes + names[end].utf8.count < 64_000 {
+                bytes += names[end].utf8.count + 1
+                end += 1
+            }
+            if end == start { end = start + 1 }
+            let batch = Array(names[start..<end])
+            start = end
+            let args = ["--compact"] + (simplified ? ["--simplified"] : []) + batch
+            guard let text = ChildProcess.runToCompletion(executable: tool, arguments: args, idleTimeout: idleTimeout)
+            else { continue }
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            guard lines.count >= batch.count else { continue }
+            for (k, n) in batch.enumerated() where lines[k] != n && !lines[k].isEmpty {
+                out[n] = lines[k]
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,23 @@
+/// A module (executable or shared object) as recorded in a trace's module map.
+///
+/// `loadBias` is what `dl_iterate_phdr` reports as `dlpi_addr`: a runtime address is the
+/// file's virtual address plus `loadBias` (0 for a non-PIE executable).
+public struct Module: Sendable, Hashable {
+    /// Path of the file that was mapped.
+    public var path: String
+    /// GNU build ID (the `NT_GNU_BUILD_ID` note's descriptor bytes); empty when the module had none.
+    public var buildID: [UInt8]
+    /// Runtime address minus file virtual address.
+    public var loadBias: UInt64
+
+    public init(path: String, buildID: [UInt8], loadBias: UInt64) {
+        self.path = path
+        self.buildID = buildID
+        self.loadBias = loadBias
+    }
+}
+
+extension Module {
+    /// The build ID as lowercase hex, e.g. `21e5d967…`.
+    public var buildIDHex: String { BuildID.hex(buildID) }
+}

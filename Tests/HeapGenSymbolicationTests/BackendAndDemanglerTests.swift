@@ -1,0 +1,99 @@
+import Foundation
+import XCTest
+@testable import HeapGenSymbolication
+
+final class BackendAndDemanglerTests: XCTestCase {
+    let fx = Fixtures.shared
+
+    func testDefaultBackendIsToolchainLLVMSymbolizer() {
+        let s = Symbolizer(options: .init(environment: ["PATH": "/opt/swift/usr/bin:/usr/bin:/bin"]))
+        XCTAssertEqual(s.backend, .llvmSymbolizer("/opt/swift/usr/bin/llvm-symbolizer"))
+        XCTAssertEqual(LLVMSymbolizerBackend.arguments(debugFileDirectories: ["/d"]),
+                       ["--output-style=JSON", "--inlines", "--demangle", "--functions=linkage", "--debug-file-directory=/d"])
+    }
+
+    /// addr2line as the last resort: names (Swift demangled by us), files, lines, inlined frames.
+    func testAddr2LineBackend() throws {
+        guard let addr2line = findTool(["addr2line"]) else { throw XCTSkip("no addr2line") }
+        let s = Symbolizer(options: .init(symbolizerPath: addr2line, allowFallbacks: false))
+        XCTAssertEqual(s.backend, .addr2line(addr2line))
+
+        let exe = try fx.cProgram()
+        let results = s.symbolize(scan(module(exe), try fx.symbol(exe, "compute_total")))
+        let chain = try XCTUnwrap(results.first { $0.count >= 2 && $0[0].function == "scale_value" })
+        XCTAssertTrue(chain[0].inlined)
+        XCTAssertEqual(chain.last?.function, "compute_total")
+        XCTAssertEqual(chain.last?.line, fx.markerLine("inline.c", "compute_total call"))
+        XCTAssertNil(chain[0].column)
+
+        let sw = try fx.swiftProgram(optimized: false)
+        let sym = try fx.symbol(sw, "$s7Fixture9InventoryC7addItem5namedSiSS_tF")
+        let f = s.symbolize(SymbolizationRequest(module: module(sw, loadBias: 0x4000), address: 0x4000 + sym.address + 1, isReturnAddress: false))
+        XCTAssertEqual(f.last?.function, "Fixture.Inventory.addItem(named: Swift.String) -> Swift.Int")
+        XCTAssertEqual(f.last?.shortFunction, "Inventory.addItem(named:)")
+
+        let cpp = try fx.cppProgram()
+        let bar = try XCTUnwrap(fx.symbols(cpp).first { $0.name.hasPrefix("_ZN2ns3FooIiE3bar") })
+        let g = s.symbolize(SymbolizationRequest(module: module(cpp), address: bar.address + 1, isReturnAddress: false))
+        XCTAssertTrue(g.last?.function?.contains("ns::Foo<int>::bar") == true, "\(g)")
+    }
+
+    /// Debian's LLVM 14 llvm-symbolizer reads Swift 6.3's DWARF 4 (+ .debug_names) too.
+    func testSystemLLVM14Symbolizer() throws {
+        let path = "/usr/bin/llvm-symbolizer"
+        guard FileManager.default.isExecutableFile(atPath: path) else { throw XCTSkip("no \(path)") }
+        let s = Symbolizer(options: .init(symbolizerPath: path, allowFallbacks: false))
+        for optimized in [false, true] {
+            let sw = try fx.swiftProgram(optimized: optimized)
+            let sym = try fx.symbol(sw, "$s7Fixture9InventoryC7addItem5namedSiSS_tF")
+            let frames = s.symbolize(scan(module(sw), sym, step: 2)).flatMap { $0 }
+            XCTAssertTrue(frames.contains { $0.function == "Fixture.Inventory.addItem(named: Swift.String) -> Swift.Int"
+                && $0.line == fx.markerLine("fixture.swift", "Inventory.addItem body") })
+        }
+        let exe = try fx.cProgram()
+        let results = s.symbolize(scan(module(exe), try fx.symbol(exe, "compute_total")))
+        XCTAssertTrue(results.contains { $0.count >= 2 && $0[0].function == "scale_value" })
+    }
+
+    func testRuntimeDemangler() {
+        let d = Demangler(mode: .automatic)
+        XCTAssertTrue(d.isAvailable)
+        XCTAssertEqual(d.demangle("$s4Demo16ProfileViewModelC4nameACSS_tcfc"),
+                       DemangledName(full: "Demo.ProfileViewModel.init(name: Swift.String) -> Demo.ProfileViewModel",
+                                     short: "ProfileViewModel.init(name:)"))
+        XCTAssertEqual(d.demangle("$s7Fixture9InventoryC14installHandler6offsetySi_tFS2icfU_").short,
+                       "closure #1 in Inventory.installHandler(offset:)")
+        XCTAssertEqual(d.demangle("_$s7Fixture9InventoryCMa").full, "type metadata accessor for Fixture.Inventory")
+        XCTAssertEqual(d.demangle("_T0SS").full, "Swift.String")
+        // Not Swift, or not valid: unchanged.
+        XCTAssertEqual(d.demangle("compute_total"), DemangledName(full: "compute_total", short: "compute_total"))
+        XCTAssertEqual(d.demangle("$sZZZnotreally").full, "$sZZZnotreally")
+        XCTAssertEqual(d.demangle("ns::Foo<int>::bar(int)").full, "ns::Foo<int>::bar(int)")
+    }
+
+    func testCommandLineDemanglerMatchesRuntime() throws {
+        guard let tool = ToolLocator.swiftDemangle() else { throw XCTSkip("no swift-demangle") }
+        let names = ["$s7Fixture9InventoryC7addItem5namedSiSS_tF", "$s7Fixture16ProfileViewModelV4nameACSS_tcfC",
+                     "$s7Fixture9InventoryC14installHandler6offsetySi_tFS2icfU_TA", "plain_c", "$sZZZnotreally"]
+        let cli = Demangler(mode: .commandLine(tool)).demangle(names)
+        let rt = Demangler(mode: .automatic).demangle(names)
+        XCTAssertEqual(cli, rt)
+        XCTAssertEqual(cli["plain_c"]?.full, "plain_c")
+    }
+
+    func testDisabledDemangling() throws {
+        let sw = try fx.swiftProgram(optimized: false)
+        let sym = try fx.symbol(sw, "$s7Fixture9InventoryC7addItem5namedSiSS_tF")
+        let s = Symbolizer(options: .init(swiftDemangling: .disabled))
+        let f = s.symbolize(SymbolizationRequest(module: module(sw), address: sym.address + 1, isReturnAddress: false))
+        XCTAssertEqual(f.last?.function, sym.name)
+    }
+
+    func testFrameCodableRoundTrip() throws {
+        let f = SymbolizedFrame(function: "f", shortFunction: "f", file: "/a.c", line: 3, column: 4, module: "/m",
+                                address: 0x1234, moduleOffset: 0x234, inlined: true, stale: false)
+        let data = try JSONEncoder().encode([f])
+        XCTAssertEqual(try JSONDecoder().decode([SymbolizedFrame].self, from: data), [f])
+        XCTAssertEqual(f.location, "/a.c:3:4")
+    }
+}
