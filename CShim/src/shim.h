@@ -27,6 +27,7 @@ typedef struct hg_shim {
     uint64_t   arena_size;
     pid_t      collector_pid;
     int        sock_fd;
+    int        seg_fd;         /* our memfd, kept for `heapgen mark PID`   */
     uint32_t   epoch;          /* bumped per segment and per dlclose: caches
                                   keyed on (value, epoch) forget old entries */
     uint32_t   segment_gen;    /* bumped per segment: per-thread "announced" */

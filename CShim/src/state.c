@@ -9,6 +9,7 @@
  * untraced, never blocked.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -133,11 +134,17 @@ static int open_segment(uint32_t origin)
 
     hg_hello hello = { HG_PROTOCOL_MAGIC, HG_PROTOCOL_VERSION, origin, h->pid, h->ppid, size };
     int ok = send_hello(g_hg.sock_fd, fd, &hello) && await_verdict(h);
-    close(fd);                  /* the collector holds its own copy */
     if (!ok) {
+        close(fd);
         munmap(base, size);
         return 0;
     }
+    /* Keep one descriptor, out of the program's way (>= 500, close-on-exec),
+     * so `heapgen mark PID` can find the segment through /proc/PID/fd; only
+     * the same user (ptrace access) can open it. */
+    int keep = fcntl(fd, F_DUPFD_CLOEXEC, 500);
+    close(fd);
+    g_hg.seg_fd = keep;
     g_hg.hdr = h;
     g_hg.ring = (hg_slot *)((uint8_t *)base + ring_off);
     g_hg.arena = (uint8_t *)base + arena_off;
@@ -167,6 +174,9 @@ static void fork_child(void)
     g_hg_phase = 1;
     hg_unwind_set_fallback_sink(NULL);
     munmap(old, old->segment_size);
+    if (g_hg.seg_fd >= 0)
+        close(g_hg.seg_fd);     /* the parent's segment is not ours */
+    g_hg.seg_fd = -1;
     g_hg.hdr = NULL;
     if (open_segment(HG_ORIGIN_FORK)) {
         hg_modules_reset();

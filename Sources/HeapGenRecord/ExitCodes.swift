@@ -12,6 +12,9 @@ public enum ExitCodes {
     public static let badTrace: Int32 = 65
     /// The trace file cannot be opened. `EX_NOINPUT`.
     public static let cannotOpenTrace: Int32 = 66
+    /// `heapgen mark PID`: that process is not being recorded by heapgen (or
+    /// belongs to another user). `EX_UNAVAILABLE`.
+    public static let notRecorded: Int32 = 69
     /// heapgen itself failed: the preload library is missing, the trace cannot
     /// be written, or an internal error.
     public static let heapgenFailed: Int32 = 125

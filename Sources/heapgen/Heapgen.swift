@@ -11,6 +11,6 @@ struct Heapgen: ParsableCommand {
             malloc, free and friends with its stack, including forked children and \
             exec'd programs, into trace files; info and dump read them.
             """,
-        subcommands: [RecordCommand.self, InfoCommand.self, DumpCommand.self]
+        subcommands: [RecordCommand.self, MarkCommand.self, InfoCommand.self, DumpCommand.self]
     )
 }

@@ -80,6 +80,18 @@ uint64_t hg_final_limit(const hg_segment *seg, uint64_t tail);
 size_t hg_drain_final(const hg_segment *seg, uint64_t *tail, uint64_t limit,
                       hg_slot *out, size_t max, uint64_t *torn);
 
+/* ---------------------------------------------------------------- produce */
+
+/* Publishes a MARK record (label, CLOCK_MONOTONIC time, origin: 1 timer,
+ * 2 external) into the segment's ring as one more producer. Never waits:
+ * -EAGAIN when the ring is full (drain, then retry). 0 on success. */
+int hg_produce_mark(const hg_segment *seg, const char *label, uint32_t origin);
+
+/* Maps a live segment found through /proc/PID/fd (for `heapgen mark PID`):
+ * checks magic, version and that the collector accepted it, then validates
+ * it like hg_segment_open. 0 or -1 with a reason in errbuf. Closes fd on success. */
+int hg_segment_attach(int fd, hg_segment *seg, char *errbuf, size_t errlen);
+
 /* ------------------------------------------------------------------ blobs */
 
 /* Returns a pointer to the payload of blob `ref` (arena offset ref*8) if the

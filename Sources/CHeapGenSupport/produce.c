@@ -1,0 +1,85 @@
+/*
+ * produce.c — the collector (or `heapgen mark PID`) writing into a target's
+ * ring as one more producer. Used for generation marks that do not come
+ * from the program: time-based marks, settle marks and external marks. The
+ * ring's position gives them their place among the program's allocations,
+ * exactly like a heapgen_mark() call from inside the target.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "CHeapGenSupport.h"
+
+static hg_header *header(const hg_segment *seg) { return (hg_header *)seg->base; }
+
+/* Reserves arena space for a blob, bounds-checked against our own copy of
+ * the layout (the shared counter may be anything). Returns the ref or 0. */
+static uint32_t put_string(const hg_segment *seg, const char *s, uint32_t len)
+{
+    uint64_t bytes = (sizeof(hg_blob_hdr) + (uint64_t)len + 1 + 7) & ~7ull;
+    uint64_t off = __atomic_fetch_add(&header(seg)->arena_used, bytes, __ATOMIC_RELAXED);
+    if (off < 8 || off > seg->arena_size || bytes > seg->arena_size - off || (off >> 3) > UINT32_MAX)
+        return 0;
+    uint8_t *p = (uint8_t *)seg->arena + off;
+    hg_blob_hdr bh = { len + 1, HG_BLOB_STRING };
+    memcpy(p, &bh, sizeof bh);
+    memcpy(p + sizeof bh, s, len);
+    p[sizeof bh + len] = 0;
+    return (uint32_t)(off >> 3);
+}
+
+/* Claims the next ring position if its slot is free; never waits (the
+ * caller may be the ring's own consumer). */
+static int claim_and_publish(const hg_segment *seg, uint64_t kind, uint64_t size, uint32_t ref, uint32_t aux)
+{
+    hg_header *h = header(seg);
+    uint64_t pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+    for (int tries = 0; tries < 1000; tries++) {
+        hg_slot *s = &seg->ring[pos & seg->ring_mask];
+        uint64_t want = (pos >> seg->ring_shift) << 1;
+        uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+        if (seq == want) {
+            if (__atomic_compare_exchange_n(&h->head, &pos, pos + 1, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+                s->addr = 0;
+                s->size_kind = (size & HG_SIZE_MASK) | (kind << HG_KIND_SHIFT);
+                s->ref = ref;
+                s->aux = aux;
+                __atomic_store_n(&s->seq, want + 1, __ATOMIC_RELEASE);
+                return 0;
+            }
+        } else if (seq < want) {
+            return -EAGAIN;                 /* full: drain first, then retry */
+        } else {
+            pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+        }
+    }
+    return -EAGAIN;
+}
+
+int hg_produce_mark(const hg_segment *seg, const char *label, uint32_t origin)
+{
+    if (seg == NULL || seg->base == NULL)
+        return -EINVAL;
+    size_t len = strnlen(label ? label : "", 4000);
+    uint32_t ref = put_string(seg, label ? label : "", (uint32_t)len);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return claim_and_publish(seg, HG_K_MARK, ns, ref, origin);
+}
+
+int hg_segment_attach(int fd, hg_segment *seg, char *errbuf, size_t errlen)
+{
+    hg_header h;
+    memset(seg, 0, sizeof *seg);
+    seg->fd = -1;
+    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || h.magic != HG_PROTOCOL_MAGIC ||
+        h.version != HG_PROTOCOL_VERSION || h.state != HG_STATE_ACCEPTED) {
+        snprintf(errbuf, errlen, "not a live heapgen segment");
+        return -1;
+    }
+    hg_hello hello = { HG_PROTOCOL_MAGIC, HG_PROTOCOL_VERSION, h.origin, h.pid, h.ppid, h.segment_size };
+    return hg_segment_open(fd, &hello, seg, errbuf, errlen);
+}
