@@ -1,0 +1,103 @@
+// The result of a generation analysis.
+
+import HeapGenTrace
+
+/// Everything a generation analysis found in one trace: totals, the per-generation
+/// table, the findings, and the sites, stacks, types and modules needed to report them.
+///
+/// Kept small: ``sites`` holds the sites of findings plus the top
+/// ``AnalysisOptions/maxSites`` by live bytes at exit and by peak bytes; ``stacks`` holds
+/// the frames of the stacks those sites use.
+public struct Analysis: Codable, Sendable, Equatable {
+    /// The options the analysis ran with (``AnalysisOptions/unreachable`` is not kept).
+    public var options: AnalysisOptions
+    /// Counts over the whole trace.
+    public var totals: AnalysisTotals
+    /// Every mark of the trace, in order, settle marks included.
+    public var marks: [GenerationMark]
+    /// Where "still live after the cycles" was measured.
+    public var snapshot: SnapshotPoint
+    /// Setup, cycles, tail (see ``GenerationStats``).
+    public var generations: [GenerationStats]
+    /// Number of cycles (ordinary marks minus one, at least 0).
+    public var cycles: Int
+    /// Cycles after the warm-up, judged for growth. Growth findings need at least 2.
+    public var judgedCycles: Int
+    /// Abandoned, then leaked, then cache findings (see ``Finding/reportOrder(_:_:)``).
+    public var findings: [Finding]
+    /// Sites of findings plus the top sites by live bytes at exit and by peak bytes;
+    /// ordered by live bytes at exit, peak bytes, stack id, type id.
+    public var sites: [AllocationSite]
+    /// Number of distinct sites in the trace.
+    public var siteCount: Int
+    /// Every Swift type with its sites summed; ordered by snapshot bytes descending, then type id.
+    public var typeRollups: [TypeRollup]
+    /// Names of the Swift types of the trace.
+    @IDKeyed public var typeNames: [UInt32: String]
+    /// Frames (innermost first) of the stacks used by ``sites`` and ``findings``.
+    @IDKeyed public var stacks: [UInt32: [UInt64]]
+    /// Record position (see ``ModuleEvent/recordIndex``) where each stack in ``stacks`` was
+    /// defined: its frames belong to the modules loaded at that point.
+    @IDKeyed public var stackRecordIndices: [UInt32: UInt64]
+    /// Every module load and unload, in trace order.
+    public var modules: [ModuleEvent]
+    /// The process record (pid 0 and an empty executable if the trace had none).
+    public var process: ProcessRecord
+    /// The end record; `nil` if the records given to the analyzer had none.
+    public var end: EndRecord?
+    /// Caveats: too few cycles to judge, lost events, ignored marks...
+    public var notes: [String]
+
+    init(options: AnalysisOptions, totals: AnalysisTotals, marks: [GenerationMark], snapshot: SnapshotPoint,
+         generations: [GenerationStats], cycles: Int, judgedCycles: Int, findings: [Finding],
+         sites: [AllocationSite], siteCount: Int, typeRollups: [TypeRollup], typeNames: [UInt32: String],
+         stacks: [UInt32: [UInt64]], stackRecordIndices: [UInt32: UInt64], modules: [ModuleEvent],
+         process: ProcessRecord, end: EndRecord?, notes: [String]) {
+        self.options = options
+        self.totals = totals
+        self.marks = marks
+        self.snapshot = snapshot
+        self.generations = generations
+        self.cycles = cycles
+        self.judgedCycles = judgedCycles
+        self.findings = findings
+        self.sites = sites
+        self.siteCount = siteCount
+        self.typeRollups = typeRollups
+        self.typeNames = typeNames
+        self.stacks = stacks
+        self.stackRecordIndices = stackRecordIndices
+        self.modules = modules
+        self.process = process
+        self.end = end
+        self.notes = notes
+    }
+
+    /// The kept site for (`stackID`, `typeID`), if it is in ``sites``.
+    public func site(stackID: UInt32, typeID: UInt32) -> AllocationSite? {
+        sites.first { $0.stackID == stackID && $0.typeID == typeID }
+    }
+
+    /// The module that had `address` in one of its segments just before record `recordIndex`
+    /// (replaying ``modules`` up to that point), or `nil`. For a frame of stack `s`, pass
+    /// `stackRecordIndices[s]`.
+    public func module(containing address: UInt64, atRecord recordIndex: UInt64) -> ModuleRecord? {
+        var loaded: [ModuleRecord] = []
+        for event in modules {
+            if event.recordIndex >= recordIndex { break }
+            switch event.kind {
+            case .load:
+                if let module = event.module { loaded.append(module) }
+            case .unload:
+                if let i = loaded.lastIndex(where: { $0.loadBias == event.loadBias }) { loaded.remove(at: i) }
+            }
+        }
+        for module in loaded.reversed() {
+            for segment in module.segments {
+                let start = module.loadBias &+ segment.vaddr
+                if address >= start && address - start < segment.memsz { return module }
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,467 @@
+// One-pass generation analysis of a trace.
+
+import HeapGenTrace
+
+/// Finds allocation sites that grow in every push/pop cycle of a trace (abandoned
+/// memory), tells them from caches and transient spikes, and reports what is live at
+/// the marks and at exit.
+///
+/// Feed the records of one trace in order with ``consume(_:)``, then call ``finish()``
+/// (which may be called at any point, and again after more records). One pass; memory
+/// is proportional to the live blocks plus sites × marks, never to the number of events.
+///
+/// ## Semantics
+/// - **Generations** are split by ordinary marks (see ``GenerationStats``). A mark labelled
+///   ``AnalysisOptions/settleLabel`` after the last ordinary mark is not a boundary; the
+///   first such mark is the *final snapshot* (``SnapshotPoint``). A settle-labelled mark
+///   followed by ordinary marks is ignored.
+/// - **Realloc**: `free(.realloc, old)` releases `old` and keeps it aside; a later
+///   `reallocUndo(old)` (the realloc failed) makes it live again with its size, site and
+///   generation. The `allocation(.realloc, new)` of a successful realloc is a new block of
+///   the realloc's site, in the current generation. Events carry no thread, so a successful
+///   realloc cannot be paired with the block it replaced; blocks kept aside simply stay until
+///   the same address is freed by a realloc again (which replaces the entry), or until more
+///   than 4096 are kept (the oldest half goes). A stale entry is harmless: an undo always
+///   follows its own `free(.realloc)` of that address. Agrees with ``TraceSummary`` on consistent traces.
+/// - A free of an address that is not live is counted in ``AnalysisTotals/untrackedFrees``.
+/// - **Sites** are (stack id, type id) pairs; see ``AllocationSite`` and ``TypeRollup``.
+/// - **Classification** (growth findings) is described on ``Finding/Kind``. A cycle *grows*
+///   when the site's live objects or bytes at its closing mark exceed those at its opening
+///   mark (subject to the thresholds of ``AnalysisOptions``).
+public struct GenerationAnalyzer {
+    /// Options of this analysis (normalised: no negative counts).
+    public let options: AnalysisOptions
+
+    // Live blocks and reallocs that may still fail.
+    var table = BlockTable()
+    var pending: [UInt64: PendingBlock] = [:]
+    var pendingSerial: UInt64 = 0
+
+    // Sites.
+    var sites: [SiteState] = []
+    /// Per site: (mark, live objects, live bytes) whenever they changed at a mark.
+    var series: [[SeriesPoint]] = []
+    var dirtySites: [UInt32] = []
+    /// By stack id (below ``directStackLimit``): the first site seen with that stack.
+    var stackSites: [StackSite] = []
+    var siteByKey: [UInt64: UInt32] = [:]
+
+    // Epochs: the parts between two marks of any kind. A block remembers its epoch.
+    var epoch: UInt32 = 0
+    /// Ordinary marks so far = the current generation.
+    var generation = 0
+    /// Generation of each epoch so far.
+    var epochGeneration: [Int] = [0]
+    /// Counters of the closed epochs, and of the current one.
+    var epochCounts: [EpochCounts] = []
+    var current = EpochCounts()
+    var marks: [GenerationMark] = []
+
+    // The final snapshot candidate: the last ordinary mark, or the first settle mark after it.
+    var candidateMark: Int?
+    /// Blocks with an epoch below this were allocated before the candidate mark.
+    var candidateLimit: UInt32 = 0
+    /// Changes each time the candidate changes (lazily resets the per-site counters).
+    var candidateStamp: UInt32 = 0
+    /// Per epoch: blocks live at the candidate that have gone since (net of reallocUndos).
+    var goneSinceCandidate: [ObjectsAndBytes] = [ObjectsAndBytes()]
+    var touchedEpochs: [UInt32] = []
+
+    // Whole heap.
+    var liveBytes = 0
+    var peakBytes = 0
+    var peakEpoch: UInt32 = 0
+    var totals = AnalysisTotals()
+    var recordIndex: UInt64 = 0
+    /// Keeps the loads of the batched consume from being optimised away.
+    var touchSink: UInt64 = 0
+
+    // Definitions.
+    var typeNames: [UInt32: String] = [:]
+    var stackFrames: [UInt32: [UInt64]] = [:]
+    var stackRecords: [UInt32: UInt64] = [:]
+    var modules: [ModuleEvent] = []
+    var process: ProcessRecord?
+    var end: EndRecord?
+
+    /// Pending reallocs kept before the oldest half is dropped.
+    static let maxPendingReallocs = 4096
+    /// Stack ids below this are looked up in an array, others in a dictionary.
+    static let directStackLimit: UInt32 = 1 << 22
+
+    /// Creates an analyzer with `options` (negative counts are taken as 0).
+    public init(options: AnalysisOptions = AnalysisOptions()) {
+        var options = options
+        options.warmUp = max(0, options.warmUp)
+        options.toleratedMisses = max(0, options.toleratedMisses)
+        options.maxSites = max(0, options.maxSites)
+        self.options = options
+    }
+
+    /// Reads the trace at `path` and analyzes it.
+    ///
+    /// - Throws: ``TraceError`` if the trace cannot be read or is invalid.
+    public static func analyze(path: String, options: AnalysisOptions = AnalysisOptions()) throws -> Analysis {
+        var reader = try TraceReader(path: path)
+        var analyzer = GenerationAnalyzer(options: options)
+        var batch = EventBatch()
+        try reader.forEach { record in
+            switch record {
+            case let .allocation(_, address, size, stack, type):
+                batch.append(HeapEvent(kind: .allocation, address: address, size: size, stack: stack, type: type))
+            case let .free(function, address):
+                batch.append(HeapEvent(kind: function == .realloc ? .reallocFree : .free, address: address))
+            case let .reallocUndo(address):
+                batch.append(HeapEvent(kind: .reallocUndo, address: address))
+            default:
+                analyzer.consume(&batch)
+                analyzer.consume(record)
+            }
+            if batch.isFull { analyzer.consume(&batch) }
+        }
+        analyzer.consume(&batch)
+        return analyzer.finish()
+    }
+
+    /// Takes the buffered heap events, in order, and empties `batch`.
+    ///
+    /// Faster than one event at a time on large heaps: the live-table slots the batch will
+    /// probe are loaded first, so that their cache misses overlap instead of stalling one
+    /// event at a time.
+    mutating func consume(_ batch: inout EventBatch) {
+        guard batch.count > 0 else { return }
+        if !isKnownUniquelyReferenced(&table) { table = table.copy() }
+        var sink: UInt64 = 0
+        for i in 0..<batch.count { sink ^= table.touch(batch.events[i].address) }
+        touchSink ^= sink
+        for i in 0..<batch.count {
+            let event = batch.events[i]
+            switch event.kind {
+            case .allocation: allocate(address: event.address, size: event.size, stack: event.stack, type: event.type)
+            case .free: free(address: event.address, realloc: false)
+            case .reallocFree: free(address: event.address, realloc: true)
+            case .reallocUndo: undo(address: event.address)
+            }
+            recordIndex &+= 1
+        }
+        batch.count = 0
+    }
+
+    /// Takes the next record of the trace.
+    public mutating func consume(_ record: TraceRecord) {
+        if !isKnownUniquelyReferenced(&table) { table = table.copy() }
+        defer { recordIndex &+= 1 }
+        switch record {
+        case let .allocation(_, address, size, stack, type):
+            allocate(address: address, size: size, stack: stack, type: type)
+        case let .free(function, address):
+            free(address: address, realloc: function == .realloc)
+        case let .reallocUndo(address):
+            undo(address: address)
+        case let .mark(label, time, origin):
+            mark(label: label, time: time, origin: origin)
+        case let .stack(id, frames):
+            stackFrames[id] = frames
+            stackRecords[id] = recordIndex
+        case let .type(id, _, name):
+            typeNames[id] = name
+        case let .moduleLoad(module):
+            modules.append(ModuleEvent(kind: .load, loadBias: module.loadBias, module: module,
+                                       recordIndex: recordIndex, generation: generation))
+        case let .moduleUnload(loadBias):
+            modules.append(ModuleEvent(kind: .unload, loadBias: loadBias, module: nil,
+                                       recordIndex: recordIndex, generation: generation))
+        case .threadStart:
+            break
+        case let .lost(count):
+            totals.lostRecords &+= count
+        case let .process(record):
+            process = record
+        case let .end(record):
+            end = record
+        }
+    }
+
+    // MARK: Events
+
+    @inline(__always)
+    private mutating func allocate(address: UInt64, size: UInt64, stack: UInt32, type: UInt32) {
+        totals.events &+= 1
+        totals.allocations &+= 1
+        totals.allocatedBytes &+= size
+        current.allocations &+= 1
+        current.allocatedBytes &+= size
+        let site = siteIndex(stack: stack, type: type)
+        sites[Int(site)].allocations &+= 1
+        sites[Int(site)].allocatedBytes &+= size
+        let block = Block(size: size, site: site, epoch: epoch)
+        if let old = table.insert(address, block) {
+            totals.duplicateAllocations &+= 1
+            released(old)
+        }
+        added(block)
+    }
+
+    @inline(__always)
+    private mutating func free(address: UInt64, realloc: Bool) {
+        totals.events &+= 1
+        totals.frees &+= 1
+        current.frees &+= 1
+        guard let block = table.remove(address) else {
+            totals.untrackedFrees &+= 1
+            // A stale entry must not be revived by this realloc's undo.
+            if realloc && !pending.isEmpty { pending.removeValue(forKey: address) }
+            return
+        }
+        released(block)
+        if realloc {
+            pending[address] = PendingBlock(block: block, serial: pendingSerial)
+            pendingSerial &+= 1
+            if pending.count > Self.maxPendingReallocs { dropOldestPendingHalf() }
+        }
+    }
+
+    private mutating func undo(address: UInt64) {
+        totals.events &+= 1
+        totals.reallocUndos &+= 1
+        guard let kept = pending.removeValue(forKey: address) else {
+            totals.unmatchedReallocUndos &+= 1
+            return
+        }
+        if let old = table.insert(address, kept.block) {
+            totals.duplicateAllocations &+= 1
+            released(old)
+        }
+        added(kept.block)
+    }
+
+    private mutating func dropOldestPendingHalf() {
+        let serials = pending.values.map(\.serial).sorted()
+        let cutoff = serials[serials.count / 2]
+        pending = pending.filter { $0.value.serial >= cutoff }
+    }
+
+    /// A block became live (allocated, or restored by a reallocUndo).
+    @inline(__always)
+    private mutating func added(_ block: Block) {
+        let s = Int(block.site)
+        let size = Int(truncatingIfNeeded: block.size)
+        sites[s].liveObjects &+= 1
+        sites[s].liveBytes &+= size
+        if sites[s].liveBytes > sites[s].peakBytes {
+            sites[s].peakBytes = sites[s].liveBytes
+            sites[s].peakEpoch = epoch
+        }
+        if !sites[s].dirty {
+            sites[s].dirty = true
+            dirtySites.append(block.site)
+        }
+        liveBytes &+= size
+        if liveBytes > current.peakLiveBytes {
+            current.peakLiveBytes = liveBytes
+            if liveBytes > peakBytes {
+                peakBytes = liveBytes
+                peakEpoch = epoch
+            }
+        }
+        if block.epoch < candidateLimit { changedSinceCandidate(block, by: -1) }
+    }
+
+    /// A block stopped being live (freed, or replaced by a duplicate allocation).
+    @inline(__always)
+    private mutating func released(_ block: Block) {
+        let s = Int(block.site)
+        let size = Int(truncatingIfNeeded: block.size)
+        sites[s].liveObjects &-= 1
+        sites[s].liveBytes &-= size
+        if !sites[s].dirty {
+            sites[s].dirty = true
+            dirtySites.append(block.site)
+        }
+        liveBytes &-= size
+        if block.epoch < candidateLimit { changedSinceCandidate(block, by: 1) }
+    }
+
+    /// A block allocated before the candidate snapshot went (`sign` 1) or came back (-1).
+    private mutating func changedSinceCandidate(_ block: Block, by sign: Int) {
+        let e = Int(block.epoch)
+        let size = Int(truncatingIfNeeded: block.size)
+        if goneSinceCandidate[e].objects == 0 && goneSinceCandidate[e].bytes == 0 {
+            touchedEpochs.append(block.epoch)
+        }
+        goneSinceCandidate[e].objects &+= sign
+        goneSinceCandidate[e].bytes &+= sign &* size
+        // Survivors count blocks of judged cycles only: generations after the warm-up,
+        // before the current one (which is the tail, if the candidate is a settle mark).
+        let g = epochGeneration[e]
+        if g > options.warmUp && g < generation {
+            let s = Int(block.site)
+            if sites[s].sinceStamp != candidateStamp {
+                sites[s].sinceStamp = candidateStamp
+                sites[s].goneSurvivorObjects = 0
+                sites[s].goneSurvivorBytes = 0
+            }
+            sites[s].goneSurvivorObjects &+= sign
+            sites[s].goneSurvivorBytes &+= sign &* size
+        }
+    }
+
+    // MARK: Marks
+
+    private mutating func mark(label: String, time: UInt64, origin: MarkOrigin) {
+        let index = marks.count
+        // Record the sites that changed since the previous mark.
+        for s32 in dirtySites {
+            let s = Int(s32)
+            sites[s].dirty = false
+            let objects = sites[s].liveObjects, bytes = sites[s].liveBytes
+            let last = series[s].last
+            if (last?.objects ?? 0) != objects || (last?.bytes ?? 0) != bytes {
+                series[s].append(SeriesPoint(mark: UInt32(truncatingIfNeeded: index), objects: objects, bytes: bytes))
+            }
+        }
+        dirtySites.removeAll(keepingCapacity: true)
+
+        let isSettle = label == AnalysisOptions.settleLabel
+        marks.append(GenerationMark(index: index, label: label, timeNanoseconds: time, origin: origin,
+                                    role: isSettle ? .settle : .boundary, eventPosition: totals.events,
+                                    generation: generation, liveObjects: UInt64(table.count),
+                                    liveBytes: UInt64(clamping: liveBytes)))
+        totals.events &+= 1
+        epochCounts.append(current)
+        current = EpochCounts(peakLiveBytes: liveBytes)
+        if !isSettle {
+            generation += 1
+            makeCandidate(index)
+        } else if candidateMark.map({ marks[$0].role == .boundary }) ?? true {
+            makeCandidate(index)
+        }
+        epoch &+= 1
+        epochGeneration.append(generation)
+        goneSinceCandidate.append(ObjectsAndBytes())
+    }
+
+    private mutating func makeCandidate(_ index: Int) {
+        candidateMark = index
+        candidateLimit = UInt32(truncatingIfNeeded: index + 1)
+        candidateStamp &+= 1
+        for e in touchedEpochs { goneSinceCandidate[Int(e)] = ObjectsAndBytes() }
+        touchedEpochs.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: Sites
+
+    @inline(__always)
+    private mutating func siteIndex(stack: UInt32, type: UInt32) -> UInt32 {
+        if stack < Self.directStackLimit && Int(stack) < stackSites.count {
+            let entry = stackSites[Int(stack)]
+            if entry.sitePlusOne != 0 && entry.type == type { return entry.sitePlusOne &- 1 }
+        }
+        return newOrKnownSite(stack: stack, type: type)
+    }
+
+    private mutating func newOrKnownSite(stack: UInt32, type: UInt32) -> UInt32 {
+        let key = UInt64(stack) << 32 | UInt64(type)
+        if let site = siteByKey[key] { return site }
+        let site = UInt32(sites.count)
+        sites.append(SiteState(stack: stack, type: type))
+        series.append([])
+        siteByKey[key] = site
+        if stack < Self.directStackLimit {
+            if Int(stack) >= stackSites.count {
+                stackSites.append(contentsOf: repeatElement(StackSite(), count: Int(stack) + 1 - stackSites.count))
+            }
+            if stackSites[Int(stack)].sitePlusOne == 0 {
+                stackSites[Int(stack)] = StackSite(sitePlusOne: site + 1, type: type)
+            }
+        }
+        return site
+    }
+}
+
+// MARK: - Internal state types
+
+/// An alloc, free or reallocUndo record without the enum's payload handling.
+struct HeapEvent {
+    enum Kind: UInt8 {
+        case allocation, free, reallocFree, reallocUndo
+    }
+
+    var kind: Kind
+    var address: UInt64
+    var size: UInt64 = 0
+    var stack: UInt32 = 0
+    var type: UInt32 = 0
+}
+
+/// A fixed buffer of heap events for the batched `consume(_: inout EventBatch)`.
+struct EventBatch {
+    static let capacity = 64
+    var events = [HeapEvent](repeating: HeapEvent(kind: .free, address: 0), count: capacity)
+    var count = 0
+
+    var isFull: Bool { count == Self.capacity }
+
+    @inline(__always)
+    mutating func append(_ event: HeapEvent) {
+        events[count] = event
+        count &+= 1
+    }
+}
+
+/// A block freed by a realloc that may still fail.
+struct PendingBlock {
+    var block: Block
+    /// Order of the realloc's free among pending ones.
+    var serial: UInt64
+}
+
+/// The first site seen with a stack id.
+struct StackSite {
+    var sitePlusOne: UInt32 = 0
+    var type: UInt32 = 0
+}
+
+/// A site's live counts at a mark where they changed.
+struct SeriesPoint {
+    var mark: UInt32
+    var objects: Int
+    var bytes: Int
+}
+
+struct ObjectsAndBytes {
+    var objects = 0
+    var bytes = 0
+}
+
+/// Counters of one epoch.
+struct EpochCounts {
+    var allocations: UInt64 = 0
+    var frees: UInt64 = 0
+    var allocatedBytes: UInt64 = 0
+    var peakLiveBytes = 0
+}
+
+/// Running state of one site.
+struct SiteState {
+    var stack: UInt32
+    var type: UInt32
+    var liveObjects = 0
+    var liveBytes = 0
+    var allocations: UInt64 = 0
+    var allocatedBytes: UInt64 = 0
+    var peakBytes = 0
+    var peakEpoch: UInt32 = 0
+    /// Changed since the last mark (listed in `dirtySites`).
+    var dirty = false
+    /// Candidate stamp for which the two counters below are valid.
+    var sinceStamp: UInt32 = 0
+    /// Blocks of judged cycles live at the candidate snapshot that have gone since.
+    var goneSurvivorObjects = 0
+    var goneSurvivorBytes = 0
+
+    init(stack: UInt32, type: UInt32) {
+        self.stack = stack
+        self.type = type
+    }
+}

@@ -1,0 +1,44 @@
+// All sites of one Swift type.
+
+/// The sum of every site of one Swift type (type id ≠ 0), over all sites of the trace.
+public struct TypeRollup: Codable, Sendable, Equatable {
+    /// The Swift type id.
+    public var typeID: UInt32
+    /// Demangled name of the type, if defined.
+    public var typeName: String?
+    /// Number of sites (stacks) allocating the type.
+    public var sites: Int
+    /// Allocation records of the type (all its sites).
+    public var allocations: UInt64
+    /// Requested bytes of those allocations.
+    public var allocatedBytes: UInt64
+    /// Live blocks of the type at the final snapshot.
+    public var snapshotObjects: UInt64
+    /// Live requested bytes of the type at the final snapshot.
+    public var snapshotBytes: UInt64
+    /// Live blocks of the type at the end of the trace.
+    public var liveAtExitObjects: UInt64
+    /// Live requested bytes of the type at the end of the trace.
+    public var liveAtExitBytes: UInt64
+    /// Change of the type's live objects over every cycle (index 0 = cycle 1).
+    public var objectsPerCycle: [Int]
+    /// Change of the type's live bytes over every cycle (index 0 = cycle 1).
+    public var bytesPerCycle: [Int]
+
+    /// Creates a rollup (the analyzer makes these; public for tests and tools).
+    public init(typeID: UInt32, typeName: String?, sites: Int, allocations: UInt64, allocatedBytes: UInt64,
+                snapshotObjects: UInt64, snapshotBytes: UInt64, liveAtExitObjects: UInt64,
+                liveAtExitBytes: UInt64, objectsPerCycle: [Int], bytesPerCycle: [Int]) {
+        self.typeID = typeID
+        self.typeName = typeName
+        self.sites = sites
+        self.allocations = allocations
+        self.allocatedBytes = allocatedBytes
+        self.snapshotObjects = snapshotObjects
+        self.snapshotBytes = snapshotBytes
+        self.liveAtExitObjects = liveAtExitObjects
+        self.liveAtExitBytes = liveAtExitBytes
+        self.objectsPerCycle = objectsPerCycle
+        self.bytesPerCycle = bytesPerCycle
+    }
+}
