@@ -14,6 +14,13 @@ public struct RecordOptions: Sendable {
     public var ringSlots: Int?
     /// No summary line on success.
     public var quiet: Bool
+    /// Mark a generation in the program every this many nanoseconds (0: never),
+    /// for programs that cannot mark their own cycles.
+    public var markEveryNanoseconds: UInt64 = 0
+    /// After each program mark, wait this long and then put a `heapgen.settle`
+    /// mark: the analysis takes its final snapshot there, so objects released
+    /// shortly after the last cycle (async work) are not counted as left behind.
+    public var settleNanoseconds: UInt64 = 0
     /// Print one machine-readable `heapgen: stats: key=value ...` line (for scripts/bench).
     public var stats: Bool = false
     /// The preload library; nil: `$HEAPGEN_SHIM`, else `libHeapGenShim.so` next to the executable.

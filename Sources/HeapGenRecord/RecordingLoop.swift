@@ -91,6 +91,39 @@ final class RecordingLoop {
         pids[rootPid] = root
     }
 
+    // MARK: - Collector marks
+
+    /// Label of the mark `--settle` puts after the program's last mark; the
+    /// analysis takes its final snapshot there.
+    public static let settleLabel = "heapgen.settle"
+    private var nextTimedMark: UInt64 = 0
+    private var timedMarks = 0
+
+    /// Time-based generations and settle marks go into the root image's ring
+    /// as one more producer, so they are ordered with its allocations.
+    private func produceTimedMarks() {
+        guard options.markEveryNanoseconds > 0 || options.settleNanoseconds > 0,
+              let seg = live.first(where: { $0.origin == .root }) else { return }
+        let now = monotonicNanoseconds()
+        if let pending = seg.pendingMark {
+            guard hg_produce_mark(seg.raw, pending.label, pending.origin) == 0 else { return }
+            seg.pendingMark = nil
+        }
+        if options.markEveryNanoseconds > 0 {
+            if nextTimedMark == 0 { nextTimedMark = now + options.markEveryNanoseconds }
+            if now >= nextTimedMark {
+                timedMarks += 1
+                nextTimedMark += options.markEveryNanoseconds
+                let label = "every \(Format.duration(options.markEveryNanoseconds)) #\(timedMarks)"
+                if hg_produce_mark(seg.raw, label, 1) != 0 { seg.pendingMark = (label, 1) }
+            }
+        }
+        if options.settleNanoseconds > 0, let due = seg.settleDue, now >= due + options.settleNanoseconds {
+            seg.settleDue = nil
+            if hg_produce_mark(seg.raw, Self.settleLabel, 1) != 0 { seg.pendingMark = (Self.settleLabel, 1) }
+        }
+    }
+
     // MARK: - The loop
 
     func run() {
@@ -141,7 +174,10 @@ final class RecordingLoop {
                 backoff = min(backoff * 2, Self.maxBackoff)
             }
 
-            // 5. Done?
+            // 5. Collector marks (--mark-every, --settle) into the program's ring.
+            produceTimedMarks()
+
+            // 6. Done?
             if rootStatus != nil {
                 if hg_signal_count() != signalsAtRootExit {
                     stopAll()

@@ -36,6 +36,11 @@ final class Segment {
     var sequence = 0
     /// Slots consumed.
     var consumed: UInt64 = 0
+    /// When the drainer last saw a mark made by the program or from outside
+    /// (monotonic ns), for `--settle`; nil once the settle mark for it is in.
+    var settleDue: UInt64?
+    /// A collector mark that found the ring full, retried after draining.
+    var pendingMark: (label: String, origin: UInt32)?
 
     init(raw: UnsafeMutablePointer<hg_segment>, origin: ProcessOrigin, image: Int, path: String, writer: TraceWriter) {
         self.raw = raw

@@ -155,8 +155,9 @@ final class SegmentDrainer {
         case UInt32(HG_K_MARK.rawValue):
             let label = s.ref == 0 ? "" : string(seg, ref: s.ref)
             if label == nil { seg.badRecords &+= 1 }
-            w.mark(label: label ?? "", timeNanoseconds: s.size_kind & sizeMask,
-                   origin: MarkOrigin(rawValue: UInt8(truncatingIfNeeded: s.aux)) ?? .external)
+            let origin = MarkOrigin(rawValue: UInt8(truncatingIfNeeded: s.aux)) ?? .external
+            w.mark(label: label ?? "", timeNanoseconds: s.size_kind & sizeMask, origin: origin)
+            if origin != .timer { seg.settleDue = s.size_kind & sizeMask }
         case UInt32(HG_K_THREAD_START.rawValue):
             w.threadStart(tid: s.aux)
         default:

@@ -35,6 +35,16 @@ struct RecordCommand: ParsableCommand {
     @Flag(name: [.short, .long], help: "Do not print the summary line when done.")
     var quiet = false
 
+    @Option(name: .customLong("mark-every"), help: ArgumentHelp(
+        "Mark a generation every DURATION (e.g. 2s, 500ms), for programs that cannot mark their own cycles.",
+        valueName: "duration"))
+    var markEvery: String?
+
+    @Option(help: ArgumentHelp(
+        "After the program's last mark, wait DURATION and mark 'heapgen.settle': the final snapshot, for objects released a little later.",
+        valueName: "duration"))
+    var settle: String?
+
     @Flag(help: "Print one 'heapgen: stats: key=value ...' line with the collector's own costs (peak RSS, drain rate).")
     var stats = false
 
@@ -52,6 +62,11 @@ struct RecordCommand: ParsableCommand {
         if command.isEmpty {
             throw ValidationError("Missing the program to run: heapgen record [options] -- PROGRAM [ARGS...]")
         }
+        for (flag, value) in [("--mark-every", markEvery), ("--settle", settle)] {
+            if let value, DurationArgument.nanoseconds(value) == nil {
+                throw ValidationError("\(flag) takes a duration such as 2s or 500ms, not '\(value)'.")
+            }
+        }
         if let ringSlots, !Recorder.validRingSlots(ringSlots) {
             throw ValidationError("--ring-slots must be a power of two between \(Recorder.minRingSlots) and \(Recorder.maxRingSlots).")
         }
@@ -65,6 +80,8 @@ struct RecordCommand: ParsableCommand {
                                     followFork: !noFollowFork, followExec: !noFollowExec,
                                     ringSlots: ringSlots, quiet: quiet)
         options.stats = stats
+        options.markEveryNanoseconds = markEvery.flatMap(DurationArgument.nanoseconds) ?? 0
+        options.settleNanoseconds = settle.flatMap(DurationArgument.nanoseconds) ?? 0
         let status = Recorder(options: options).run()
         if status != 0 { throw ExitCode(status) }
     }
