@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -44,8 +45,13 @@ static long env_long(const char *name, long fallback)
 
 int hg_collector_alive(void)
 {
+    /* The collector's socket end closes when it exits, even while it is an
+     * unreaped zombie (which kill(pid, 0) still finds). */
+    struct pollfd p = { g_hg.sock_fd, POLLRDHUP, 0 };
+    if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
+        return 0;
     if (g_hg.collector_pid <= 0)
-        return 1;   /* unknown: assume alive, the socket tells us otherwise */
+        return 1;
     return kill(g_hg.collector_pid, 0) == 0 || errno != ESRCH;
 }
 

@@ -1,0 +1,2 @@
+/* Trivial program for the static and setuid refusals. */
+int main(void) { return 0; }

@@ -1,0 +1,178 @@
+// fork, exec, dlopen/dlclose, signal handlers and Swift objects.
+
+import Foundation
+import HeapGenTrace
+import XCTest
+
+final class ProcessTests: XCTestCase {
+    /// forker.c: parent 5×malloc(50) freed, fork, child 7×malloc(77) 2 freed, parent 3×malloc(30) leaked.
+    func testForkedChildGetsItsOwnTrace() throws {
+        let exe = try Fixture.build("forker.c")
+        let rec = try HeapGen.record(exe)
+        XCTAssertStatus(rec.result, 0)
+        let traces = rec.allTraces
+        XCTAssertEqual(traces.count, 2, "the program's trace and the child's: \(traces)")
+
+        let parent = try HeapGen.info(rec.trace)
+        XCTAssertEqual(parent.calls("malloc"), 8, "\(parent)")
+        XCTAssertEqual(parent.bytes("malloc"), 5 * 50 + 3 * 30)
+        XCTAssertEqual(parent.frees("free"), 5)
+        XCTAssertEqual(parent.liveObjects, 3)
+        XCTAssertEqual(parent.liveBytes, 90)
+        XCTAssertEqual(parent.allocationCount, 8, "nothing of the child's in the parent's trace")
+        XCTAssertEqual(parent.processOrigin, "root")
+
+        guard let childPath = traces.first(where: { $0 != rec.trace }) else { return }
+        let child = try HeapGen.info(childPath)
+        guard let parentPid = parent.processPid, let childPid = child.processPid else {
+            return XCTFail("no pids in the summaries")
+        }
+        XCTAssertEqual(childPath, rec.trace + ".\(childPid)", "child trace is OUTPUT.<pid>")
+        XCTAssertEqual(child.uint("process.ppid"), UInt64(parentPid))
+        XCTAssertEqual(child.processOrigin, "fork")
+        XCTAssertEqual(child.calls("malloc"), 7, "\(child)")
+        XCTAssertEqual(child.bytes("malloc"), 7 * 77)
+        XCTAssertEqual(child.allocationCount, 7)
+        XCTAssertEqual(child.frees("free"), 2)
+        XCTAssertEqual(child.liveObjects, 5)
+        XCTAssertEqual(child.unknownFrees, 0)
+        // The collector cannot wait for a grandchild: "exited 0" if it learns the status, else "unknown".
+        XCTAssertTrue(child.endReason == "unknown" || (child.endReason == "exited" && child.endStatus == 0),
+                      "child's end: \(String(describing: child.endReason)) \(String(describing: child.endStatus))")
+    }
+
+    /// execer.c: 4×malloc(40) then exec child.c (6×calloc(6, 11)).
+    func testExecGetsItsOwnTrace() throws {
+        let exe = try Fixture.build("execer.c")
+        let next = try Fixture.build("child.c")
+        let rec = try HeapGen.record(exe, [next])
+        XCTAssertStatus(rec.result, 0)
+        let traces = rec.allTraces
+        XCTAssertEqual(traces.count, 2, "\(traces)")
+
+        let first = try HeapGen.info(rec.trace)
+        XCTAssertEqual(first.calls("malloc"), 4, "\(first)")
+        XCTAssertEqual(first.allocationCount, 4)
+        XCTAssertEqual(first.endReason, "execed", "\(first)")
+        guard let pid = first.processPid else { return XCTFail("no pid") }
+
+        let secondPath = rec.trace + ".\(pid).1"
+        XCTAssertTrue(traces.contains(secondPath), "exec'd image's trace is OUTPUT.<pid>.1: \(traces)")
+        let second = try HeapGen.info(secondPath)
+        XCTAssertEqual(second.processPid, pid)
+        XCTAssertEqual(second.processOrigin, "exec")
+        XCTAssertEqual(second.calls("calloc"), 6, "\(second)")
+        XCTAssertEqual(second.bytes("calloc"), 6 * 66)
+        XCTAssertEqual(second.allocationCount, 6)
+        XCTAssertEqual(second.liveObjects, 6)
+        XCTAssertEqual(second.endReason, "exited")
+        XCTAssertTrue(second.string("process.executable")?.hasSuffix("/child") ?? false, "\(second)")
+    }
+
+    func testNoFollowExecWritesNoExtraTrace() throws {
+        let exe = try Fixture.build("execer.c")
+        let next = try Fixture.build("child.c")
+        let rec = try HeapGen.record(exe, [next], flags: ["--no-follow-exec"])
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.allTraces, [rec.trace])
+        let first = try HeapGen.info(rec.trace)
+        XCTAssertEqual(first.calls("malloc"), 4, "\(first)")
+        XCTAssertEqual(first.endReason, "execed", "\(first)")
+    }
+
+    func testExecOfBinTrue() throws {
+        let exe = try Fixture.build("execer.c")
+        let rec = try HeapGen.record(exe, ["/bin/true"])
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.allTraces.count, 2, "\(rec.allTraces)")
+        let first = try HeapGen.info(rec.trace)
+        guard let pid = first.processPid else { return XCTFail("no pid") }
+        let second = try HeapGen.info(rec.trace + ".\(pid).1")
+        XCTAssertEqual(second.string("process.executable").map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path },
+                       URL(fileURLWithPath: "/bin/true").resolvingSymlinksInPath().path)
+        XCTAssertEqual(second.endReason, "exited")
+    }
+
+    /// dlmain.c loads dllib.so, which calls aligned_alloc(256, 1234) 5 times, then dlcloses it.
+    func testDlopenDlclose() throws {
+        let lib = try Fixture.build("dllib.c", shared: true)
+        let exe = try Fixture.build("dlmain.c")
+        let rec = try HeapGen.record(exe, [lib])
+        XCTAssertStatus(rec.result, 0)
+        let s = try HeapGen.info(rec.trace)
+        XCTAssertEqual(s.calls("aligned_alloc"), 5, "\(s)")
+        XCTAssertEqual(s.bytes("aligned_alloc"), 5 * 1234)
+        XCTAssertTrue(s.modules.contains(lib), "moduleLoad for \(lib): \(s.modules)")
+        XCTAssertGreaterThanOrEqual(s.moduleUnloads, 1)
+
+        // Order: load of the library, its allocations (stack frame 0 inside it), its unload.
+        let records = try HeapGen.records(rec.trace)
+        var stacks: [UInt32: [UInt64]] = [:]
+        var libModule: ModuleRecord?
+        var loadIndex = -1, unloadIndex = -1
+        var allocIndexes: [Int] = []
+        for (i, r) in records.enumerated() {
+            switch r {
+            case let .moduleLoad(m) where m.path == lib:
+                libModule = m
+                loadIndex = i
+            case let .moduleUnload(bias) where bias == libModule?.loadBias:
+                unloadIndex = i
+            case let .stack(id, frames):
+                stacks[id] = frames
+            case let .allocation(.alignedAlloc, _, _, stack, _):
+                allocIndexes.append(i)
+                guard let m = libModule, let frames = stacks[stack], let pc = frames.first else {
+                    XCTFail("aligned_alloc without a stack or before the library's moduleLoad")
+                    continue
+                }
+                XCTAssertEqual(Symbolizer.module(containing: pc, in: [m])?.path, lib,
+                               "frame 0 of the library's allocation is inside the library")
+            default:
+                break
+            }
+        }
+        XCTAssertGreaterThanOrEqual(loadIndex, 0, "moduleLoad of the library")
+        XCTAssertGreaterThan(unloadIndex, loadIndex, "moduleUnload after the moduleLoad")
+        XCTAssertEqual(allocIndexes.count, 5)
+        for i in allocIndexes {
+            XCTAssertTrue(i > loadIndex && (unloadIndex < 0 || i < unloadIndex), "allocation between load and unload")
+        }
+    }
+
+    /// sighandler.c: a SIGUSR1 handler mallocs 4321 bytes; raised 3 times.
+    func testSignalHandlerThatAllocates() throws {
+        let exe = try Fixture.build("sighandler.c")
+        let rec = try HeapGen.record(exe)
+        XCTAssertStatus(rec.result, 0)
+        let s = try HeapGen.info(rec.trace)
+        XCTAssertEqual(s.calls("malloc"), 3, "\(s)")
+        XCTAssertEqual(s.bytes("malloc"), 3 * 4321)
+        XCTAssertEqual(s.allocationCount, 3)
+        XCTAssertEqual(s.liveObjects, 3)
+    }
+
+    /// SwiftFixture.swift (module Fixture): 1,000 Node and 250 Leaf objects.
+    func testSwiftClassesShowUpAsTypes() throws {
+        let exe = try Fixture.build("SwiftFixture.swift")
+        let rec = try HeapGen.record(exe)
+        XCTAssertStatus(rec.result, 0)
+        let s = try HeapGen.info(rec.trace)
+        XCTAssertEqual(s.unknownFrees, 0)
+
+        var typeNames: [UInt32: String] = [:]
+        var perType: [String: Int] = [:]
+        for r in try HeapGen.records(rec.trace) {
+            switch r {
+            case let .type(id, _, name): typeNames[id] = name
+            case let .allocation(_, _, _, _, type) where type != 0:
+                perType[typeNames[type] ?? "<undefined type \(type)>", default: 0] += 1
+            default: break
+            }
+        }
+        XCTAssertEqual(perType["Fixture.Node"], 1000, "\(perType)")
+        XCTAssertEqual(perType["Fixture.Leaf"], 250, "\(perType)")
+        // The JSON summary carries the names too.
+        XCTAssertTrue(s.raw.contains("Fixture.Node") && s.raw.contains("Fixture.Leaf"), "types in the summary:\n\(s)")
+    }
+}
