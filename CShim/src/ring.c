@@ -24,16 +24,19 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Waits until the collector frees slot `pos`. Returns 0 when the wait was
- * abandoned (collector gone, or nested in our own unpublished slot). */
-static int wait_for_space(hg_slot *s, uint64_t want, int nested)
+/* Waits until the collector has read position `pos - N`. Returns 0 when
+ * the wait was abandoned (collector gone, or nested in our own unpublished
+ * slot). */
+static int wait_for_space(uint64_t pos, int nested)
 {
     hg_header *h = g_hg.hdr;
+    const uint64_t slots = g_hg.ring_mask + 1;
     uint64_t start = now_ns(), last_check = start;
     unsigned spins = 0;
     __atomic_fetch_add(&h->wait_count, 1, __ATOMIC_RELAXED);
     for (;;) {
-        if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) >= want || h->detached)
+        /* Signed: our pos may be stale, already behind the tail. */
+        if ((int64_t)(pos - __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE)) < (int64_t)slots || h->detached)
             break;
         if (spins < 64) {
             spins++;
@@ -69,33 +72,32 @@ int hg_emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t 
     uint64_t pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
 
     for (;;) {
-        hg_slot *s = &ring[pos & mask];
-        uint64_t want = (pos >> shift) << 1;       /* 2L: free for lap L */
-        uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-        if (seq == want) {
-            hg_in_emit = 1;
-            if (__atomic_compare_exchange_n(&h->head, &pos, pos + 1, 1,
-                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-                s->addr = addr;
-                s->size_kind = (size & HG_SIZE_MASK) | ((uint64_t)kind << HG_KIND_SHIFT);
-                s->ref = ref;
-                s->aux = aux;
-                __atomic_store_n(&s->seq, want + 1, __ATOMIC_RELEASE);
-                hg_in_emit = nested;
-                return 1;
-            }
-            hg_in_emit = nested;
-            /* CAS failure reloaded pos */
-        } else if (seq < want) {
-            /* Slot still holds lap L-1's record: the ring is full. */
-            if (!wait_for_space(s, want, nested)) {
+        /* The tail line changes once per collector batch: almost always a
+         * hit. Signed: a stale pos (another thread claimed it and the
+         * collector already read it) is behind the tail; the CAS then fails
+         * and reloads it. */
+        if (HG_UNLIKELY((int64_t)(pos - __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE)) > (int64_t)mask)) {
+            if (!wait_for_space(pos, nested)) {
                 __atomic_fetch_add(&h->lost_events, 1, __ATOMIC_RELAXED);
                 return 0;
             }
             pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
-        } else {
-            pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+            continue;
         }
+        hg_in_emit = 1;
+        if (__atomic_compare_exchange_n(&h->head, &pos, pos + 1, 1,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            hg_slot *s = &ring[pos & mask];
+            s->addr = addr;
+            s->size_kind = (size & HG_SIZE_MASK) | ((uint64_t)kind << HG_KIND_SHIFT);
+            s->ref = ref;
+            s->aux = aux;
+            __atomic_store_n(&s->seq, ((pos >> shift) << 1) + 1, __ATOMIC_RELEASE);
+            hg_in_emit = nested;
+            return 1;
+        }
+        hg_in_emit = nested;
+        /* CAS failure reloaded pos */
     }
 }
 

@@ -37,22 +37,16 @@ static int claim_and_publish(const hg_segment *seg, uint64_t kind, uint64_t size
     hg_header *h = header(seg);
     uint64_t pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
     for (int tries = 0; tries < 1000; tries++) {
-        hg_slot *s = &seg->ring[pos & seg->ring_mask];
-        uint64_t want = (pos >> seg->ring_shift) << 1;
-        uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-        if (seq == want) {
-            if (__atomic_compare_exchange_n(&h->head, &pos, pos + 1, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-                s->addr = 0;
-                s->size_kind = (size & HG_SIZE_MASK) | (kind << HG_KIND_SHIFT);
-                s->ref = ref;
-                s->aux = aux;
-                __atomic_store_n(&s->seq, want + 1, __ATOMIC_RELEASE);
-                return 0;
-            }
-        } else if (seq < want) {
+        if ((int64_t)(pos - __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE)) >= (int64_t)seg->ring_slots)
             return -EAGAIN;                 /* full: drain first, then retry */
-        } else {
-            pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+        if (__atomic_compare_exchange_n(&h->head, &pos, pos + 1, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+            hg_slot *s = &seg->ring[pos & seg->ring_mask];
+            s->addr = 0;
+            s->size_kind = (size & HG_SIZE_MASK) | (kind << HG_KIND_SHIFT);
+            s->ref = ref;
+            s->aux = aux;
+            __atomic_store_n(&s->seq, ((pos >> seg->ring_shift) << 1) + 1, __ATOMIC_RELEASE);
+            return 0;
         }
     }
     return -EAGAIN;

@@ -20,11 +20,13 @@ size_t hg_drain(const hg_segment *seg, uint64_t *tail, hg_slot *out, size_t max)
         o->size_kind = s->size_kind;
         o->ref = s->ref;
         o->aux = s->aux;
-        /* Our reads of the slot happen before the producer of the next lap
-         * may overwrite it. */
-        __atomic_store_n(&s->seq, want + 1, __ATOMIC_RELEASE);
         pos++;
         n++;
+    }
+    if (n > 0) {
+        /* Our reads of these slots happen before a producer of the next lap
+         * may overwrite them. */
+        __atomic_store_n(&((hg_header *)seg->base)->tail, pos, __ATOMIC_RELEASE);
     }
     *tail = pos;
     return n;
@@ -54,12 +56,12 @@ size_t hg_drain_final(const hg_segment *seg, uint64_t *tail, uint64_t limit,
             o->size_kind = s->size_kind;
             o->ref = s->ref;
             o->aux = s->aux;
-            __atomic_store_n(&s->seq, want + 1, __ATOMIC_RELEASE);
         } else {
             (*torn)++; /* claimed by a producer that never published it */
         }
         pos++;
     }
+    __atomic_store_n(&((hg_header *)seg->base)->tail, pos, __ATOMIC_RELEASE);
     *tail = pos;
     return n;
 }
