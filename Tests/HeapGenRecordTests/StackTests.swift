@@ -48,3 +48,63 @@ final class StackTests: XCTestCase {
         XCTAssertStatus(r, 0, "scripts/check-unwind")
     }
 }
+
+final class DispatchStackTests: XCTestCase {
+    /// Objects made on libdispatch worker threads: every Job allocation has a
+    /// stack through `makeJob` that runs to the thread's start (complete,
+    /// through Dispatch's frames), and the Swift type is attached.
+    func testStacksOnDispatchThreadsAreComplete() throws {
+        let exe = try Fixture.build("DispatchFixture.swift")
+        let rec = try HeapGen.record(exe)
+        XCTAssertStatus(rec.result, 0)
+        var stacks: [UInt32: [UInt64]] = [:]
+        var modules: [ModuleRecord] = []
+        var jobType: UInt32?
+        var jobStacks: [UInt32: Int] = [:]
+        var threads = Set<UInt32>()
+        for r in try HeapGen.records(rec.trace) {
+            switch r {
+            case let .stack(id, frames): stacks[id] = frames
+            case let .moduleLoad(m): modules.append(m)
+            case let .type(id, _, name) where name == "Fixture.Job": jobType = id
+            case let .threadStart(tid): threads.insert(tid)
+            case let .allocation(_, _, _, stack, type) where type != 0 && type == jobType:
+                jobStacks[stack, default: 0] += 1
+            default: break
+            }
+        }
+        XCTAssertNotNil(jobType, "the Fixture.Job type name is recorded")
+        XCTAssertGreaterThanOrEqual(jobStacks.values.reduce(0, +), 300 + 299, "every Job (plus the sort's) is typed")
+        XCTAssertGreaterThan(threads.count, 1, "allocations came from worker threads")
+        var workerStacks = 0
+        for stack in jobStacks.keys {
+            let frames = try XCTUnwrap(stacks[stack])
+            let names = try Symbolizer.functionNames(frames: frames, modules: modules)
+            XCTAssertTrue(names.contains { $0.contains("makeJob") }, "makeJob in \(names)")
+            let outermost = names.last ?? ""
+            // Complete: the walk ends where threads begin, not somewhere inside Dispatch.
+            XCTAssertTrue(["start_thread", "clone3", "__clone3", "_start", "__libc_start_main", "__libc_start_call_main"]
+                            .contains { outermost.contains($0) },
+                          "stack ends at a thread start: \(names)")
+            if names.contains(where: { $0.contains("start_thread") || $0.contains("clone") }) { workerStacks += 1 }
+        }
+        XCTAssertGreaterThan(workerStacks, 0, "some Job stacks run through Dispatch worker threads")
+    }
+}
+
+final class ShimDependencyTests: XCTestCase {
+    /// The preload library brings nothing into the target that allocates on
+    /// its own behalf: no Swift runtime, no libstdc++ (whose 72 KiB exception
+    /// pool would show up as the program's memory, as it does with heaptrack).
+    func testShimNeedsOnlyCLibraries() throws {
+        let readelf = try tool("readelf", hint: "install binutils")
+        let r = try runProcess(readelf, ["-d", try TestPaths.shim()], timeout: 60)
+        XCTAssertStatus(r, 0)
+        let needed = r.stdoutText.split(separator: "\n").filter { $0.contains("(NEEDED)") }
+        XCTAssertFalse(needed.isEmpty)
+        for line in needed {
+            XCTAssertFalse(line.contains("swift") || line.contains("stdc++") || line.contains("libm.so"),
+                           "unexpected dependency: \(line)")
+        }
+    }
+}
