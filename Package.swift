@@ -12,6 +12,8 @@ let package = Package(
         // Mark generations from Swift: HeapGen.mark, HeapGen.cycles.
         .library(name: "HeapGen", targets: ["HeapGen"]),
         .executable(name: "heapgen-demo", targets: ["heapgen-demo"]),
+        // XCTest / Swift Testing helpers: expectNoGrowth, expectDeallocation.
+        .library(name: "HeapGenTesting", targets: ["HeapGenTesting"]),
         .library(name: "HeapGenShim", type: .dynamic, targets: ["HeapGenShim"]),
     ],
     dependencies: [
@@ -58,10 +60,27 @@ let package = Package(
         .target(name: "HeapGenAnalysis", dependencies: ["HeapGenTrace"]),
         // Addresses to functions, files and lines; Swift and C++ demangling.
         .target(name: "HeapGenSymbolication"),
+        // Findings + symbolication -> text and heapgen-report/1 JSON.
+        .target(
+            name: "HeapGenReport",
+            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace"]
+        ),
+        // Generation diffs (between marks, between traces) and exports (pprof, collapsed).
+        .target(
+            name: "HeapGenDiff",
+            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace"]
+        ),
+        .target(
+            name: "HeapGenExport",
+            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace"]
+        ),
+        // Asks the running collector for a verdict from inside a test process.
+        .target(name: "HeapGenTesting", dependencies: ["HeapGen"]),
         .executableTarget(
             name: "heapgen",
             dependencies: [
-                "HeapGenRecord", "HeapGenTrace",
+                "HeapGenRecord", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport",
+                "HeapGenDiff", "HeapGenExport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -74,6 +93,17 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .testTarget(name: "HeapGenTraceTests", dependencies: ["HeapGenTrace"]),
+        .testTarget(name: "HeapGenReportTests", dependencies: ["HeapGenReport"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "HeapGenDiffExportTests",
+            dependencies: ["HeapGenDiff", "HeapGenExport", "HeapGenTrace"],
+            exclude: ["Fixtures"]
+        ),
+        .testTarget(
+            name: "HeapGenTestingTests",
+            dependencies: ["HeapGenTesting", "HeapGen"],
+            exclude: ["Fixtures"]
+        ),
         .testTarget(name: "HeapGenAnalysisTests", dependencies: ["HeapGenAnalysis", "HeapGenTrace"]),
         .testTarget(
             name: "HeapGenSymbolicationTests",

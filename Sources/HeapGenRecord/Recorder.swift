@@ -15,6 +15,12 @@ public final class Recorder {
     /// The root trace file, once known (after the program started).
     public private(set) var outputPath: String?
 
+    /// After ``run()``: the program's own trace (its first image), if it was written completely.
+    public private(set) var rootTracePath: String?
+    /// After ``run()``: the other traces written completely (forked children, exec'd
+    /// programs), in the order they started.
+    public private(set) var otherTracePaths: [String] = []
+
     public init(options: RecordOptions) {
         self.options = options
     }
@@ -121,6 +127,9 @@ public final class Recorder {
         }
         // The program's own trace first, then the others in the order they started.
         let traces = loop.finished.sorted { ($0.origin == .root ? 0 : 1, $0.sequence) < ($1.origin == .root ? 0 : 1, $1.sequence) }
+        for trace in traces where trace.failure == nil {
+            if trace.origin == .root && rootTracePath == nil { rootTracePath = trace.path } else { otherTracePaths.append(trace.path) }
+        }
         for trace in traces {
             if let failure = trace.failure {
                 printDiagnostic("cannot write the trace \(trace.path): \(failure)")

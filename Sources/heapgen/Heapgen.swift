@@ -5,12 +5,15 @@ import ArgumentParser
 struct Heapgen: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "heapgen",
-        abstract: "Record and inspect the heap allocations of a Linux program.",
+        abstract: "Record the heap allocations of a Linux program and find what grows every cycle.",
         discussion: """
-            heapgen record runs a program with a preload library that records every \
-            malloc, free and friends with its stack, including forked children and \
-            exec'd programs, into trace files; info and dump read them.
+            heapgen run runs a program that marks a generation after each push/pop \
+            cycle and reports the allocation sites that grew in every cycle (abandoned \
+            memory), the caches that filled once, and what was live at exit. It is \
+            heapgen record (a preload library records every malloc, free and friends with \
+            its stack, including forked children and exec'd programs, into trace files) \
+            followed by heapgen report; info and dump read traces too.
             """,
-        subcommands: [RecordCommand.self, MarkCommand.self, InfoCommand.self, DumpCommand.self]
+        subcommands: [RunCommand.self, RecordCommand.self, ReportCommand.self, MarkCommand.self, InfoCommand.self, DumpCommand.self]
     )
 }

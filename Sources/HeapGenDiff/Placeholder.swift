@@ -1,0 +1,1 @@
+// HeapGenDiff (being written).

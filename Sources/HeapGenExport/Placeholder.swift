@@ -1,0 +1,1 @@
+// HeapGenExport (being written).

@@ -1,0 +1,193 @@
+// Which frames are the program's own code.
+
+/// Decides which frame of an allocation stack is the first one in the *program's own
+/// code*: the frame a user wants to look at first (``Report/Finding/userFrame``).
+///
+/// A frame is own code unless
+/// - its module is part of the platform: heapgen's shim (`libHeapGenShim.so`), glibc
+///   (`libc`, `ld.so`, `libm`, `libpthread`, `libdl`, `librt`…), `libstdc++`, `libgcc_s`,
+///   `libunwind`, the Swift runtime and libraries (`libswift*.so`, `libFoundation*.so`,
+///   `lib_Foundation*.so`, `libdispatch.so`, `libBlocksRuntime.so`, `libXCTest.so`,
+///   `libTesting.so`, anything under a toolchain's `usr/lib/swift/`) or the vDSO
+///   (``isRuntimeModule(_:)``);
+/// - or its function is allocator or runtime plumbing even though it sits in the program's
+///   own module, as happens with a statically linked Swift runtime or with library code
+///   specialized or inlined into the program: `malloc` & co, `operator new`,
+///   `swift_allocObject`, `swift_slowAlloc`, other `swift_*` / `swift::` / `std::`
+///   functions, Swift standard-library and Foundation functions (`Swift.…`, also as
+///   generic specializations), and compiler-generated thunks (``isRuntimeFunction(_:)``,
+///   file `<compiler-generated>`).
+///
+/// A user type's `__allocating_init` *is* own code (it is the user's initializer), but it
+/// has no line (compiler-generated): the first own frame *with a line* is preferred, which
+/// is where the user wrote `Type(…)`.
+///
+/// Shared objects that merely live in the system library directories (`/usr/lib`, `/lib`…),
+/// say libcurl, are second choice: when no frame is own code by the rules above *and*
+/// outside those directories, the first frame that is not platform code is used.
+public enum OwnCode {
+    /// True if `path` is a platform module: never the program's own code.
+    public static func isRuntimeModule(_ path: String) -> Bool {
+        if path.contains("/usr/lib/swift/") || path.hasPrefix("usr/lib/swift/") { return true }
+        let name = baseName(path)
+        if name.hasPrefix("linux-vdso") || name.hasPrefix("linux-gate") { return true }
+        let stem = libraryStem(name)
+        if runtimeLibraries.contains(stem) { return true }
+        for prefix in runtimeLibraryPrefixes where stem.hasPrefix(prefix) { return true }
+        return false
+    }
+
+    /// True if `path` is a shared object in a system library directory (a distribution's
+    /// library, not built with the program). Second choice for ``firstUserFrame(_:)``.
+    public static func isSystemLibrary(_ path: String) -> Bool {
+        let name = baseName(path)
+        guard name.hasPrefix("lib") || name.hasPrefix("ld-"), name.contains(".so") else { return false }
+        return systemDirectories.contains { path.hasPrefix($0) }
+    }
+
+    /// True if `function` (demangled) is allocator, runtime or standard-library plumbing,
+    /// or a compiler-generated thunk, wherever it was linked.
+    public static func isRuntimeFunction(_ function: String) -> Bool {
+        if allocatorFunctions.contains(function) { return true }
+        // C++ names carry their signature: "operator new(unsigned long)", "malloc" has none.
+        if let paren = function.firstIndex(of: "("), allocatorFunctions.contains(String(function[..<paren])) {
+            return true
+        }
+        for prefix in runtimeFunctionPrefixes where function.hasPrefix(prefix) { return true }
+        for prefix in thunkPrefixes where function.hasPrefix(prefix) { return true }
+        let core = swiftCoreName(function)
+        for module in platformSwiftModules where core.hasPrefix(module) { return true }
+        return false
+    }
+
+    /// True if a frame with this module, function and file is the program's own code
+    /// (first choice; see the type's documentation).
+    public static func isOwnCode(module: String?, function: String?, file: String?) -> Bool {
+        guard let module else { return false }
+        if isRuntimeModule(module) || isSystemLibrary(module) { return false }
+        if let file, file.hasSuffix("<compiler-generated>") { return false }
+        if let function, isRuntimeFunction(function) { return false }
+        return true
+    }
+
+    /// Index of the first frame in the program's own code, else of the first frame that is
+    /// not platform code (a system library's), else `nil`.
+    ///
+    /// An own frame whose file is known but whose line is not is compiler-generated glue in
+    /// the user's module (line 0), typically a class's `__allocating_init`: when a later own
+    /// frame has a line (the `Model(…)` call written by the user), that one is chosen.
+    public static func firstUserFrame(_ frames: [Report.Frame]) -> Int? {
+        let own = frames.indices.filter { isOwnCode(module: frames[$0].module, function: frames[$0].function, file: frames[$0].file) }
+        if let first = own.first {
+            if frames[first].file != nil && frames[first].line == nil,
+               let withLine = own.first(where: { frames[$0].line != nil }) {
+                return withLine
+            }
+            return first
+        }
+        return frames.firstIndex { frame in
+            guard let module = frame.module, !isRuntimeModule(module) else { return false }
+            if let file = frame.file, file.hasSuffix("<compiler-generated>") { return false }
+            return !(frame.function.map(isRuntimeFunction) ?? false)
+        }
+    }
+
+    // MARK: - Tables
+
+    /// Library names without `lib` … `.so.N` decoration that are platform code.
+    static let runtimeLibraries: Set<String> = [
+        "HeapGenShim",
+        // glibc
+        "c", "m", "mvec", "pthread", "dl", "rt", "resolv", "util", "anl", "nsl", "crypt", "thread_db",
+        "BrokenLocale", "memusage", "SegFault", "pcprofile",
+        // compiler runtime
+        "stdc++", "gcc_s", "unwind", "atomic", "c++", "c++abi",
+        // Swift
+        "dispatch", "BlocksRuntime", "XCTest", "Testing", "icuuc", "icui18n", "icudata",
+    ]
+
+    /// Library name prefixes (after `lib`) that are platform code; `ld-` is the dynamic loader.
+    static let runtimeLibraryPrefixes = ["swift", "Foundation", "_Foundation", "_Testing", "ld-linux", "ld-", "ld."]
+
+    static let systemDirectories = ["/lib/", "/lib32/", "/lib64/", "/usr/lib/", "/usr/lib32/", "/usr/lib64/", "/usr/libexec/"]
+
+    static let allocatorFunctions: Set<String> = [
+        "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc", "memalign",
+        "valloc", "pvalloc", "strdup", "strndup", "__libc_malloc", "__libc_calloc", "__libc_realloc",
+        "__libc_memalign", "operator new", "operator new[]", "operator delete", "operator delete[]",
+    ]
+
+    static let runtimeFunctionPrefixes = [
+        "swift_", "_swift_", "__swift_", "swift::", "__swift::", "std::", "__gnu_cxx::", "__cxa_", "__cxx",
+        "void swift::", "void std::",
+    ]
+
+    static let thunkPrefixes = [
+        "reabstraction thunk", "thunk for ", "partial apply forwarder", "outlined ",
+        "protocol witness for Swift.", "dispatch thunk of Swift.", "lazy protocol witness table accessor",
+        "type metadata accessor", "type metadata completion", "value witness", "merged value witness",
+        "one-time initialization token",
+    ]
+
+    /// Swift modules of the toolchain: a function whose qualified name starts so is library code.
+    static let platformSwiftModules = [
+        "Swift.", "_Concurrency.", "_StringProcessing.", "Foundation.", "FoundationEssentials.",
+        "FoundationInternationalization.", "Dispatch.", "Synchronization.", "Observation.",
+        "(extension in Swift)", "(extension in Foundation)", "(extension in FoundationEssentials)",
+        "(extension in _Concurrency)", "(extension in Dispatch)",
+    ]
+
+    // MARK: - Helpers
+
+    static func baseName(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+
+    /// `libfoo.so.6` → `foo`, `libc-2.36.so` → `c`, `ld-linux-x86-64.so.2` → `ld-linux-x86-64`.
+    static func libraryStem(_ name: String) -> String {
+        var stem = Substring(name)
+        if let so = stem.range(of: ".so") { stem = stem[..<so.lowerBound] }
+        if stem.hasPrefix("lib") {
+            stem = stem.dropFirst(3)
+            // glibc before 2.34 spelled versions into the name: libc-2.31.so, libpthread-2.31.so.
+            if let dash = stem.lastIndex(of: "-"), stem[stem.index(after: dash)...].first?.isNumber == true {
+                stem = stem[..<dash]
+            }
+        }
+        return String(stem)
+    }
+
+    /// The qualified name inside Swift decorations: `merged generic specialization <Swift.String> of
+    /// Swift.Array.append(…)` → `Swift.Array.append(…)`; `static Foo.bar()` → `Foo.bar()`.
+    static func swiftCoreName(_ function: String) -> Substring {
+        var s = Substring(function)
+        var changed = true
+        while changed {
+            changed = false
+            for word in ["merged ", "static ", "@objc ", "dispatch thunk of ", "protocol witness for "] where s.hasPrefix(word) {
+                s = s.dropFirst(word.count)
+                changed = true
+            }
+            // "generic specialization <…> of ", "function signature specialization <…> of ", "specialized "
+            if s.hasPrefix("specialized ") {
+                s = s.dropFirst("specialized ".count)
+                changed = true
+            } else if let range = s.range(of: "specialization <"), s[..<range.lowerBound].allSatisfy({ $0.isLetter || $0 == " " }) {
+                var depth = 0
+                var i = s.index(before: range.upperBound)
+                while i < s.endIndex {
+                    if s[i] == "<" { depth += 1 }
+                    if s[i] == ">" { depth -= 1; if depth == 0 { break } }
+                    i = s.index(after: i)
+                }
+                guard i < s.endIndex else { return s }
+                let rest = s[s.index(after: i)...]
+                guard rest.hasPrefix(" of ") else { return s }
+                s = rest.dropFirst(4)
+                changed = true
+            }
+        }
+        return s
+    }
+}

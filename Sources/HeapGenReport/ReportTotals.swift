@@ -1,0 +1,47 @@
+// The "totals" object of a report.
+
+extension Report {
+    /// Counts over the whole trace.
+    public struct Totals: Codable, Sendable, Equatable {
+        /// The program's allocation calls that returned a block (reallocs included).
+        public var allocations: UInt64
+        /// `free` of non-NULL pointers plus the old blocks of reallocs.
+        public var frees: UInt64
+        /// Bytes requested by all allocations.
+        public var allocatedBytes: UInt64
+        /// Highest live heap (requested bytes).
+        public var peakBytes: UInt64
+        /// Generation index where ``peakBytes`` was first reached.
+        public var peakGeneration: Int
+        /// Blocks live at the end of the trace.
+        public var liveAtExitObjects: UInt64
+        /// Requested bytes live at the end of the trace.
+        public var liveAtExitBytes: UInt64
+        /// Times the program waited for the collector (its ring was full).
+        public var producerWaits: UInt64
+        /// Total time of those waits.
+        public var producerWaitNanoseconds: UInt64
+        /// Events the shim could not record (normally 0).
+        public var lostEvents: UInt64
+        /// Frees of blocks allocated before tracing began.
+        public var untrackedFrees: UInt64
+
+        /// Creates the totals.
+        public init(allocations: UInt64 = 0, frees: UInt64 = 0, allocatedBytes: UInt64 = 0, peakBytes: UInt64 = 0,
+                    peakGeneration: Int = 0, liveAtExitObjects: UInt64 = 0, liveAtExitBytes: UInt64 = 0,
+                    producerWaits: UInt64 = 0, producerWaitNanoseconds: UInt64 = 0, lostEvents: UInt64 = 0,
+                    untrackedFrees: UInt64 = 0) {
+            self.allocations = allocations
+            self.frees = frees
+            self.allocatedBytes = allocatedBytes
+            self.peakBytes = peakBytes
+            self.peakGeneration = peakGeneration
+            self.liveAtExitObjects = liveAtExitObjects
+            self.liveAtExitBytes = liveAtExitBytes
+            self.producerWaits = producerWaits
+            self.producerWaitNanoseconds = producerWaitNanoseconds
+            self.lostEvents = lostEvents
+            self.untrackedFrees = untrackedFrees
+        }
+    }
+}

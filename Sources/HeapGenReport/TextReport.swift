@@ -1,0 +1,397 @@
+// The one-screen text report.
+
+/// Renders a ``Report`` as text for a terminal: a header, the generation table, the
+/// findings (abandoned first, then leaked, then caches under their own heading), what was
+/// live at exit as a LeakSanitizer-style `SUMMARY:` line, and the notes.
+///
+/// Long tables are shortened: the middle generations are elided beyond
+/// ``maxGenerationRows`` rows, per-cycle series beyond ``maxSeriesEntries`` entries, and
+/// stacks show ``maxStackFrames`` frames from the first frame in the program's own code.
+public enum TextReport {
+    /// Generation rows shown before the middle ones are elided.
+    public static let maxGenerationRows = 16
+    /// Per-cycle deltas shown before the middle ones are elided.
+    public static let maxSeriesEntries = 20
+    /// Frames of a finding's stack shown.
+    public static let maxStackFrames = 5
+    /// Abandoned or leaked findings shown in detail (the rest are summed on one line).
+    public static let maxFindings = 10
+    /// Cache lines (one per place in the program's code) shown.
+    public static let maxCacheLines = 5
+    /// Live-at-exit sites listed under the summary line.
+    public static let maxLiveSites = 5
+
+    /// The text of `report`, ending with a newline; ANSI colour only if `color`.
+    public static func render(_ report: Report, color: Bool = false) -> String {
+        let style = TextStyle(enabled: color)
+        var lines: [String] = []
+        lines += header(report, style)
+        lines.append("")
+        lines += generationTable(report, style)
+        lines.append("")
+        lines += findings(report, style)
+        lines.append("")
+        lines += liveAtExit(report, style)
+        if !report.notes.isEmpty {
+            lines.append("")
+            lines.append(style.bold("Notes"))
+            for note in report.notes { lines.append("  - " + note) }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    // MARK: - Header
+
+    static func header(_ r: Report, _ style: TextStyle) -> [String] {
+        let name = r.program.path.isEmpty ? (r.program.args.first ?? "program") : OwnCode.baseName(r.program.path)
+        var ending: String
+        if let status = r.program.exitStatus {
+            ending = "exited with status \(status)"
+        } else if let signal = r.program.signal {
+            ending = "killed by signal \(signal)" + (signalName(signal).map { " (\($0))" } ?? "")
+        } else {
+            ending = "did not exit while recorded"
+        }
+        var lines = [style.bold("heapgen: \(name)") + " (pid \(r.program.pid)) " + ending]
+        let t = r.totals
+        lines.append("  \(HumanUnits.plural(t.allocations, "allocation")), \(HumanUnits.plural(t.frees, "free")), "
+            + "\(HumanUnits.bytes(t.allocatedBytes)) allocated; peak \(HumanUnits.bytes(t.peakBytes)) in generation \(t.peakGeneration)")
+        if t.producerWaits > 0 {
+            lines.append("  the program waited \(HumanUnits.plural(t.producerWaits, "time")) for heapgen, "
+                + "\(HumanUnits.duration(nanoseconds: t.producerWaitNanoseconds)) in all")
+        }
+        if t.lostEvents > 0 {
+            lines.append(style.yellow("  \(HumanUnits.plural(t.lostEvents, "event")) lost: counts and findings may be off"))
+        }
+        return lines
+    }
+
+    static func signalName(_ n: Int32) -> String? {
+        let names: [Int32: String] = [1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT",
+                                      7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV",
+                                      12: "SIGUSR2", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM"]
+        return names[n]
+    }
+
+    // MARK: - Generations
+
+    static func generationTable(_ r: Report, _ style: TextStyle) -> [String] {
+        let warm = r.cycles - r.judgedCycles
+        var title = "Generations"
+        if r.cycles > 0 {
+            title += " (\(HumanUnits.plural(r.cycles, "cycle"))"
+            title += warm > 0 ? ", the first \(warm == 1 ? "is" : "\(warm) are") warm-up)" : ")"
+        }
+        var rows: [[String]] = [["gen", "label", "allocs", "frees", "allocated", "live", "bytes", "persistent", "bytes"]]
+        let gens = r.generations
+        var shown: [Report.Generation?] = gens
+        if gens.count > maxGenerationRows {
+            let head = maxGenerationRows / 2, tail = maxGenerationRows - head - 1
+            shown = Array(gens.prefix(head)) + [nil] + Array(gens.suffix(tail))
+        }
+        var elidedRow: Int?
+        for g in shown {
+            guard let g else {
+                elidedRow = rows.count
+                rows.append([])
+                continue
+            }
+            rows.append([
+                String(g.index), generationLabel(g, r), HumanUnits.count(g.allocations), HumanUnits.count(g.frees),
+                HumanUnits.bytes(g.allocatedBytes), HumanUnits.count(g.liveObjects), HumanUnits.bytes(g.liveBytes),
+                HumanUnits.count(g.persistentObjects), HumanUnits.bytes(g.persistentBytes),
+            ])
+        }
+        let columns = rows[0].count
+        var widths = [Int](repeating: 0, count: columns)
+        for row in rows where !row.isEmpty {
+            for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) }
+        }
+        var lines = [style.bold(title)]
+        for (n, row) in rows.enumerated() {
+            if n == elidedRow {
+                lines.append(style.dim("  " + pad("…", widths[0], right: true) + "  \(gens.count - maxGenerationRows + 1) more"))
+                continue
+            }
+            var cells: [String] = []
+            for (i, cell) in row.enumerated() {
+                cells.append(pad(cell, widths[i], right: i != 1))
+            }
+            let line = "  " + cells.joined(separator: "  ")
+            lines.append(n == 0 ? style.dim(line) : line)
+        }
+        return lines
+    }
+
+    static func generationLabel(_ g: Report.Generation, _ r: Report) -> String {
+        var label = g.label ?? (r.generations.count == 1 ? "(whole trace)" : "(after last mark)")
+        if label.isEmpty { label = "(unlabelled)" }
+        return truncate(label, 18)
+    }
+
+    // MARK: - Findings
+
+    static func findings(_ r: Report, _ style: TextStyle) -> [String] {
+        var lines: [String] = []
+        let abandoned = r.findings(.abandoned), leaked = r.findings(.leaked), caches = r.findings(.cache)
+        if abandoned.isEmpty && leaked.isEmpty {
+            if r.judgedCycles >= 2 {
+                lines.append(style.green(style.bold("No growth across \(HumanUnits.plural(r.judgedCycles, "cycle")).")))
+            } else if r.cycles == 0 {
+                lines.append(style.bold("No cycles to judge: the program marked no generations.")
+                    + " Mark one per push/pop cycle (HEAPGEN_MARK, HeapGen.mark) or use --mark-every.")
+            } else {
+                lines.append(style.bold("Too few cycles to judge growth: \(r.judgedCycles) after the warm-up, 2 needed."))
+            }
+        }
+        if !abandoned.isEmpty {
+            lines.append(style.red("Abandoned memory: \(HumanUnits.plural(abandoned.count, "site")) grew in every cycle"))
+            lines += growthFindings(abandoned, style)
+        }
+        if !leaked.isEmpty {
+            if !lines.isEmpty { lines.append("") }
+            lines.append(style.red("Leaked: \(HumanUnits.plural(leaked.count, "site")) unreachable at exit"))
+            lines += growthFindings(leaked, style)
+        }
+        if !caches.isEmpty {
+            if !lines.isEmpty { lines.append("") }
+            lines.append(style.yellow(style.bold("Caches (filled, then flat — not failures)")))
+            lines += cacheLines(caches, style)
+        }
+        return lines
+    }
+
+    /// Up to ``maxFindings`` findings in detail, then one line for the rest. Findings that
+    /// read the same (title and shown stack) are merged into one entry with their deltas
+    /// summed, as ``SourceSites`` does with stacks that agree on every frame.
+    static func growthFindings(_ findings: [Report.Finding], _ style: TextStyle) -> [String] {
+        var merged: [(finding: Report.Finding, sites: Int, key: [String])] = []
+        for f in findings {
+            let key = [title(f)] + stack(f.frames, from: f.userFrame, TextStyle(enabled: false))
+            if let i = merged.firstIndex(where: { $0.key == key }) {
+                merged[i].finding = SourceSites.combine(merged[i].finding, f)
+                merged[i].sites += 1
+            } else {
+                merged.append((f, 1, key))
+            }
+        }
+        var lines: [String] = []
+        for (i, entry) in merged.prefix(maxFindings).enumerated() {
+            lines += growthFinding(entry.finding, number: i + 1, sites: entry.sites, style)
+        }
+        if merged.count > maxFindings {
+            let rest = merged.dropFirst(maxFindings)
+            let perCycle = rest.reduce(0) { $0 + $1.finding.averageBytesPerCycle }
+            lines.append(style.dim("  … \(HumanUnits.plural(rest.count, "more site")), \(HumanUnits.signedBytes(perCycle)) per cycle together (--format json lists every site)"))
+        }
+        return lines
+    }
+
+    static func growthFinding(_ f: Report.Finding, number: Int, sites: Int = 1, _ style: TextStyle) -> [String] {
+        let perCycle = "\(objectsText(f.averageObjectsPerCycle)) / \(HumanUnits.signedBytes(f.averageBytesPerCycle)) per cycle"
+        var lines = ["  \(number). " + style.bold(title(f)) + "  " + perCycle
+            + (sites > 1 ? style.dim("  (\(sites) sites, one stack)") : "")]
+        let warm = max(0, f.objectsPerCycle.count - f.cycles)
+        let useBytes = f.objectsPerCycle.suffix(f.cycles).allSatisfy { $0 == 0 }
+        let staircase = series(useBytes ? f.bytesPerCycle.map(HumanUnits.signedBytes) : f.objectsPerCycle.map { String($0) },
+                               warmUp: warm)
+        var detail = "     per cycle: \(staircase)   grew in \(f.cyclesWithGrowth)/\(f.cycles)"
+        if f.survivingObjects > 0 || f.survivingBytes > 0 {
+            detail += "   surviving: \(HumanUnits.plural(f.survivingObjects, "object")), \(HumanUnits.bytes(f.survivingBytes))"
+        }
+        lines.append(detail)
+        lines += stack(f.frames, from: f.userFrame, style)
+        return lines
+    }
+
+    /// Caches that fill at one place in the program's code, summed.
+    struct CacheGroup {
+        var location: String
+        var typeNames: [String] = []
+        var sites = 0
+        var objects = 0
+        var bytes = 0
+        var lastGrowth = 0
+    }
+
+    /// Caches grouped by their first own-code frame (one line each), largest first.
+    static func cacheGroups(_ caches: [Report.Finding], _ style: TextStyle) -> [CacheGroup] {
+        var groups: [String: CacheGroup] = [:]
+        var order: [String] = []
+        for f in caches {
+            let location: String
+            if let frame = f.userFrameValue ?? f.frames.first {
+                location = frameText(frame, style)
+            } else {
+                location = "an unknown site"
+            }
+            if groups[location] == nil {
+                groups[location] = CacheGroup(location: location)
+                order.append(location)
+            }
+            groups[location]!.sites += 1
+            groups[location]!.objects += f.objectsPerCycle.reduce(0, +)
+            groups[location]!.bytes += f.bytesPerCycle.reduce(0, +)
+            if let typeName = f.typeName, !groups[location]!.typeNames.contains(typeName) {
+                groups[location]!.typeNames.append(typeName)
+            }
+            let n = min(f.objectsPerCycle.count, f.bytesPerCycle.count)
+            if let last = (0..<n).last(where: { f.objectsPerCycle[$0] > 0 || f.bytesPerCycle[$0] > 0 }) {
+                groups[location]!.lastGrowth = max(groups[location]!.lastGrowth, last + 1)
+            }
+        }
+        return order.compactMap { groups[$0] }.enumerated()
+            .sorted { ($0.element.bytes, -$0.offset) > ($1.element.bytes, -$1.offset) }
+            .map(\.element)
+    }
+
+    static func cacheLines(_ caches: [Report.Finding], _ style: TextStyle) -> [String] {
+        let groups = cacheGroups(caches, style)
+        var lines: [String] = []
+        for g in groups.prefix(maxCacheLines) {
+            var line = "  - " + g.location + "  " + style.bold(HumanUnits.signedBytes(g.bytes))
+            line += " in \(HumanUnits.plural(g.objects, "object"))"
+            if g.sites > 1 { line += " from \(g.sites) sites" }
+            if g.lastGrowth > 0 { line += ", filled by cycle \(g.lastGrowth)" }
+            if !g.typeNames.isEmpty {
+                let names = g.typeNames.prefix(2).joined(separator: ", ") + (g.typeNames.count > 2 ? ", …" : "")
+                line += style.dim(" [\(names)]")
+            }
+            lines.append(line)
+        }
+        if groups.count > maxCacheLines {
+            let rest = groups.dropFirst(maxCacheLines)
+            let bytes = rest.reduce(0) { $0 + $1.bytes }
+            lines.append(style.dim("  … \(HumanUnits.plural(rest.count, "more place")), \(HumanUnits.signedBytes(bytes)) in all (--format json lists every site)"))
+        }
+        return lines
+    }
+
+    /// The type name, else the short function of the user frame.
+    static func title(_ f: Report.Finding) -> String {
+        if let typeName = f.typeName { return typeName }
+        if let frame = f.userFrameValue ?? f.frames.first, let name = frame.shortFunction ?? frame.function {
+            return "blocks from " + displayFunction(name)
+        }
+        return "blocks from an unknown site"
+    }
+
+    static func objectsText(_ mean: Double) -> String {
+        let text = HumanUnits.mean(mean)
+        return "\(mean > 0 ? "+" : "")\(text) object\(text == "1" || text == "-1" ? "" : "s")"
+    }
+
+    /// `1 | 1 1 1 1`: the warm-up cycles before the bar; the middle elided when long.
+    static func series(_ values: [String], warmUp: Int) -> String {
+        func join(_ slice: ArraySlice<String>, offset: Int) -> String {
+            var out = ""
+            for (i, v) in slice.enumerated() {
+                let index = offset + i
+                if index > offset { out += index == warmUp ? " | " : " " }
+                out += v
+            }
+            return out
+        }
+        if values.count <= maxSeriesEntries { return join(values[...], offset: 0) }
+        let keep = maxSeriesEntries / 2
+        let head = join(values.prefix(keep), offset: 0)
+        let tail = join(values.suffix(keep), offset: values.count - keep)
+        return head + " … " + tail
+    }
+
+    /// Up to `limit` frames from `from` (or 0): `at f (file:line)`, then indented callers.
+    static func stack(_ frames: [Report.Frame], from start: Int?, _ style: TextStyle, limit: Int = maxStackFrames) -> [String] {
+        guard !frames.isEmpty else { return [style.dim("     (no stack)")] }
+        let first = min(start ?? 0, frames.count - 1)
+        var lines: [String] = []
+        for (i, frame) in frames[first...].prefix(limit).enumerated() {
+            let lead = i == 0 ? "     at " : "        "
+            var text = frameText(frame, style)
+            if frame.inlined { text += style.dim(" [inlined]") }
+            lines.append(lead + text)
+        }
+        return lines
+    }
+
+    /// `function (dir/file:line)`, else `function (module)`, else `0xADDR (module)`.
+    static func frameText(_ frame: Report.Frame, _ style: TextStyle) -> String {
+        var text = frame.shortFunction.map(displayFunction) ?? frame.function.map(displayFunction)
+            ?? Report.Frame.formatAddress(frame.address)
+        var place: String?
+        if let file = frame.file {
+            place = shortPath(file) + (frame.line.map { ":\($0)" } ?? "")
+        } else if let module = frame.module {
+            place = OwnCode.baseName(module)
+        }
+        if let place { text += " " + style.dim("(\(place))") }
+        return text
+    }
+
+    /// Closures at top level come out as `closure #2 in `: name the context.
+    /// GCC's clone suffixes (`lookup.isra.0`, `f.constprop.1`, `g.part.0`, `h.cold`) go too.
+    static func displayFunction(_ name: String) -> String {
+        if name.hasSuffix(" in ") { return name + "top-level code" }
+        if name.hasSuffix(" in") { return name + " top-level code" }
+        var name = Substring(name)
+        while let dot = name.lastIndex(of: "."), !name.contains(" "), !name.contains("(") || name.last != ")" {
+            let suffix = name[name.index(after: dot)...]
+            let isNumber = !suffix.isEmpty && suffix.allSatisfy(\.isNumber)
+            guard isNumber || ["isra", "constprop", "part", "cold", "lto_priv", "localalias"].contains(suffix) else { break }
+            name = name[..<dot]
+        }
+        return String(name)
+    }
+
+    /// The last two components: `Sources/App/main.swift` → `App/main.swift`.
+    static func shortPath(_ path: String) -> String {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
+        return parts.suffix(2).joined(separator: "/")
+    }
+
+    // MARK: - Live at exit
+
+    static func liveAtExit(_ r: Report, _ style: TextStyle) -> [String] {
+        let live = r.liveAtExit
+        var lines = [style.bold("Live at exit")]
+        lines.append("  SUMMARY: heapgen: \(HumanUnits.count(live.bytes)) byte\(live.bytes == 1 ? "" : "s") live at exit in "
+            + "\(HumanUnits.plural(live.objects, "allocation")).")
+        // Sites that read the same (type and location) are one line.
+        var merged: [(key: String, objects: UInt64, bytes: UInt64)] = []
+        for site in live.sites {
+            var what = site.typeName ?? ""
+            if let u = OwnCode.firstUserFrame(site.frames) ?? (site.frames.isEmpty ? nil : 0) {
+                what += (what.isEmpty ? "" : " ") + style.dim("at ") + frameText(site.frames[u], style)
+            }
+            if let i = merged.firstIndex(where: { $0.key == what }) {
+                merged[i].objects += site.objects
+                merged[i].bytes += site.bytes
+            } else {
+                merged.append((what, site.objects, site.bytes))
+            }
+        }
+        merged.sort { $0.bytes > $1.bytes }
+        let sites = merged.prefix(maxLiveSites)
+        guard !sites.isEmpty else { return lines }
+        let sizes = sites.map { HumanUnits.bytes($0.bytes) }
+        let counts = sites.map { "in \(HumanUnits.plural($0.objects, "block"))" }
+        let w1 = sizes.map(\.count).max() ?? 0, w2 = counts.map(\.count).max() ?? 0
+        for (i, site) in sites.enumerated() {
+            lines.append("    " + pad(sizes[i], w1, right: true) + " " + pad(counts[i], w2, right: false) + "  " + site.key)
+        }
+        if merged.count > sites.count || live.objects > live.sites.reduce(0, { $0 + $1.objects }) {
+            lines.append(style.dim("    (largest sites; --format json lists \(live.sites.count))"))
+        }
+        return lines
+    }
+
+    // MARK: - Helpers
+
+    static func pad(_ s: String, _ width: Int, right: Bool) -> String {
+        let fill = String(repeating: " ", count: max(0, width - s.count))
+        return right ? fill + s : s + fill
+    }
+
+    static func truncate(_ s: String, _ width: Int) -> String {
+        s.count <= width ? s : String(s.prefix(width - 1)) + "…"
+    }
+}

@@ -1,0 +1,1 @@
+// HeapGenTesting (being written).

@@ -1,0 +1,34 @@
+import ArgumentParser
+import HeapGenReport
+
+/// `heapgen report TRACE [--format text|json] [--output PATH] [--warm-up N] [--tolerate N]`
+struct ReportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Report the allocation sites that grew in every cycle of a trace, the caches, and what was live at exit.",
+        discussion: """
+            A cycle is what the program does between two generation marks (HEAPGEN_MARK, \
+            HeapGen.mark, or heapgen record --mark-every). Sites that grew in every judged \
+            cycle are abandoned memory; sites that filled early and then stayed flat are \
+            caches, listed apart and never a failure.
+
+            Exits with 65 if the trace is corrupt, truncated or not a trace, 66 if it cannot \
+            be opened, 125 if the report cannot be written.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The trace file.", valueName: "trace"))
+    var trace: String
+
+    @OptionGroup var report: ReportOptions
+
+    func run() throws {
+        let result: Report
+        do {
+            result = try report.makeReport(trace: trace)
+        } catch {
+            throw traceFailure(error)
+        }
+        try report.emit(result)
+    }
+}

@@ -1,0 +1,191 @@
+import ArgumentParser
+import HeapGenRecord
+import HeapGenReport
+import HeapGenTrace
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `heapgen run [record options] [report options] -- PROGRAM [ARGS...]`: record, then report.
+struct RunCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a program, record its heap allocations, and report what grew in every cycle.",
+        discussion: """
+            Equivalent to heapgen record followed by heapgen report on the program's trace. \
+            The program's standard input, output and error are untouched; the report goes to \
+            standard output after the program has finished (or to --output), heapgen's own \
+            messages to standard error. If the program exec'd another program, the report is \
+            on the last program that process ran.
+
+            The trace is a temporary file, removed afterwards, unless --trace names it or \
+            --keep-trace keeps it.
+
+            heapgen exits with the program's status (128+N if signal N killed it); its own \
+            failures are 64 (usage), 125 (heapgen failed), 126 (the program cannot be traced) \
+            and 127 (not found).
+            """
+    )
+
+    // Recording, as in `heapgen record` (whose -o/--output is --trace here).
+    @Option(name: .long, help: ArgumentHelp(
+        "Write the program's trace here and keep it (default: a temporary file, removed afterwards).", valueName: "path"))
+    var trace: String?
+
+    @Flag(name: .customLong("keep-trace"), help: "Keep the temporary trace and print its name.")
+    var keepTrace = false
+
+    @Flag(name: .customLong("no-follow-fork"), help: "Do not record children created with fork().")
+    var noFollowFork = false
+
+    @Flag(name: .customLong("no-follow-exec"), help: "Do not record programs started with exec() by the recorded processes.")
+    var noFollowExec = false
+
+    @Option(name: .customLong("ring-slots"), help: ArgumentHelp(
+        "Slots in each process's event ring, a power of two from 1024 to 67108864 (default 262144).", valueName: "n"))
+    var ringSlots: Int?
+
+    @Option(name: .customLong("mark-every"), help: ArgumentHelp(
+        "Mark a generation every DURATION (e.g. 2s, 500ms), for programs that cannot mark their own cycles.",
+        valueName: "duration"))
+    var markEvery: String?
+
+    @Option(help: ArgumentHelp(
+        "After the program's last mark, wait DURATION and mark 'heapgen.settle': the final snapshot, for objects released a little later.",
+        valueName: "duration"))
+    var settle: String?
+
+    @OptionGroup(title: "Report options") var report: ReportOptions
+
+    @Argument(parsing: .captureForPassthrough, help: ArgumentHelp(
+        "The program to run and its arguments (put them after --).", valueName: "program"))
+    var command: [String] = []
+
+    static let usage = "heapgen run [options] -- PROGRAM [ARGS...]"
+
+    mutating func validate() throws {
+        try ProgramCommandLine.validate(self, command: &command, usage: Self.usage,
+                                        markEvery: markEvery, settle: settle, ringSlots: ringSlots)
+        if let trace, trace.isEmpty { throw ValidationError("--trace needs a file name.") }
+        if trace != nil && keepTrace { throw ValidationError("--keep-trace is for the temporary trace; --trace already keeps it.") }
+    }
+
+    func run() throws {
+        var program = command
+        if program.first == "--" { program.removeFirst() }
+        guard let name = program.first else { throw ExitCode(ExitCodes.usage) }
+
+        // Where the trace goes.
+        let temporary = trace == nil
+        let tracePath: String
+        if let trace {
+            tracePath = trace
+        } else {
+            switch TemporaryTrace.create() {
+            case .success(let path): tracePath = path
+            case .failure(let message):
+                standardError("heapgen: cannot create a temporary trace: \(message)\n")
+                throw ExitCode(ExitCodes.heapgenFailed)
+            }
+        }
+
+        // Record.
+        var options = RecordOptions(program: name, arguments: Array(program.dropFirst()), output: tracePath,
+                                    followFork: !noFollowFork, followExec: !noFollowExec,
+                                    ringSlots: ringSlots, quiet: temporary && !keepTrace)
+        options.markEveryNanoseconds = markEvery.flatMap(DurationArgument.nanoseconds) ?? 0
+        options.settleNanoseconds = settle.flatMap(DurationArgument.nanoseconds) ?? 0
+        let recorder = Recorder(options: options)
+        let status = recorder.run()
+        let written = (recorder.rootTracePath.map { [$0] } ?? []) + recorder.otherTracePaths
+        let removeTraces = temporary && !keepTrace
+        defer {
+            if removeTraces {
+                for path in Set(written + [tracePath]) { unlink(path) }
+            }
+        }
+
+        guard let root = recorder.rootTracePath else {
+            // The program did not start (the recorder said why), or was never traced.
+            if temporary { unlink(tracePath) }
+            if recorder.outputPath != nil {
+                standardError("heapgen: no report: no trace of the program was recorded\n")
+            }
+            throw ExitCode(status)
+        }
+
+        // Report on the last image of the program's own process (its exec chain).
+        let subject = Self.lastImage(root: root, others: recorder.otherTracePaths)
+        let others = written.filter { $0 != subject }
+        var notes: [String] = []
+        if subject != root {
+            notes.append("The program exec'd another program: this report is on the last one its process ran; \(root) has the first.")
+        }
+        if removeTraces {
+            notes.append("The trace\(written.count > 1 ? "s were temporary files and have" : " was a temporary file and has") been removed (--keep-trace or --trace keeps \(written.count > 1 ? "them" : "it")).")
+        }
+        let result: Report
+        do {
+            result = try report.makeReport(trace: subject, otherTraces: others, notes: notes)
+        } catch {
+            standardError("heapgen: cannot report on \(subject): \(error)\n")
+            throw ExitCode(ExitCodes.heapgenFailed)
+        }
+        try report.emit(result)
+        if temporary && keepTrace {
+            standardError("heapgen: kept the trace \(root)\(others.isEmpty ? "" : " and \(others.count) more next to it")\n")
+        }
+        // Issue 4: gates (--fail-on …) will turn findings into an exit status here.
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    /// The trace of the last program the root process exec'd (`ROOT.<pid>.<n>` with the
+    /// highest n, see ``TracePaths``), or `root` if it exec'd none that was traced.
+    static func lastImage(root: String, others: [String]) -> String {
+        guard let pid = rootPid(trace: root) else { return root }
+        let paths = TracePaths(output: root)
+        var last = root
+        var image = 1
+        let known = Set(others)
+        while known.contains(paths.path(pid: pid, image: image, isRoot: true)) {
+            last = paths.path(pid: pid, image: image, isRoot: true)
+            image += 1
+        }
+        return last
+    }
+
+    /// The pid in the process record (the first record) of `trace`.
+    static func rootPid(trace: String) -> Int32? {
+        struct Stop: Error {}
+        var pid: Int32?
+        do {
+            var reader = try TraceReader(path: trace)
+            try reader.forEach { record in
+                if case .process(let p) = record { pid = p.pid }
+                throw Stop()
+            }
+        } catch {}
+        return pid
+    }
+}
+
+/// A private temporary trace file: `$TMPDIR/heapgen-XXXXXX.trace` (or under /tmp), created
+/// with mkstemps, mode 0600.
+enum TemporaryTrace {
+    enum Outcome {
+        case success(String)
+        case failure(String)
+    }
+
+    static func create() -> Outcome {
+        var directory = getenv("TMPDIR").map { String(cString: $0) } ?? ""
+        if directory.isEmpty { directory = "/tmp" }
+        while directory.count > 1 && directory.hasSuffix("/") { directory.removeLast() }
+        let suffix = ".trace"
+        var template = Array((directory + "/heapgen-XXXXXX" + suffix).utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemps($0.baseAddress!, Int32(suffix.utf8.count)) }
+        guard fd >= 0 else { return .failure("\(directory): \(String(cString: strerror(errno)))") }
+        close(fd)
+        return .success(String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+}

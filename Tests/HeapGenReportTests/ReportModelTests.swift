@@ -1,0 +1,383 @@
+// Unit tests of the HeapGenReport module: the own-code predicate, the report model and its
+// JSON, the builder on synthetic analyses, and the text renderer.
+
+import Foundation
+import HeapGenAnalysis
+@testable import HeapGenReport
+import HeapGenSymbolication
+import HeapGenTrace
+import XCTest
+
+/// The module's report type (the integration tests of this target define their own `Report`).
+typealias ModelReport = HeapGenReport.Report
+
+final class OwnCodeTests: XCTestCase {
+    func testRuntimeModules() {
+        for path in [
+            "/work/.build/debug/libHeapGenShim.so", "/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2",
+            "/lib/x86_64-linux-gnu/libm.so.6", "/lib/x86_64-linux-gnu/libpthread.so.0", "/lib/x86_64-linux-gnu/libc-2.31.so",
+            "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "/lib/x86_64-linux-gnu/libgcc_s.so.1",
+            "/usr/lib/x86_64-linux-gnu/libunwind.so.8",
+            "/opt/swift/usr/lib/swift/linux/libswiftCore.so", "/somewhere/libswiftCore.so",
+            "/somewhere/libswift_Concurrency.so", "/somewhere/libswiftSwiftOnoneSupport.so",
+            "/somewhere/libFoundationEssentials.so", "/somewhere/libFoundation.so", "/somewhere/lib_FoundationICU.so",
+            "/somewhere/libdispatch.so", "/somewhere/libBlocksRuntime.so",
+            "/root/.local/share/swiftly/toolchains/6.3.1/usr/lib/swift/linux/libMyThing.so", "linux-vdso.so.1",
+        ] {
+            XCTAssertTrue(OwnCode.isRuntimeModule(path), path)
+        }
+        for path in ["/work/.build/debug/heapgen-demo", "/usr/bin/app", "/work/.build/debug/libMyLib.so",
+                     "/usr/lib/x86_64-linux-gnu/libcurl.so.4", "/opt/app/libcore.so"] {
+            XCTAssertFalse(OwnCode.isRuntimeModule(path), path)
+        }
+        XCTAssertTrue(OwnCode.isSystemLibrary("/usr/lib/x86_64-linux-gnu/libcurl.so.4"))
+        XCTAssertFalse(OwnCode.isSystemLibrary("/usr/bin/app"))
+        XCTAssertFalse(OwnCode.isSystemLibrary("/usr/local/lib/libmine.so"))
+    }
+
+    func testRuntimeFunctions() {
+        for name in [
+            "malloc", "calloc", "operator new(unsigned long)", "operator new[](unsigned long)", "swift_allocObject",
+            "swift_slowAlloc", "swift::threading_impl::once_slow(swift::threading_impl::once_t&, void (*)(void*), void*)",
+            "std::vector<int, std::allocator<int> >::_M_realloc_insert(int const&)",
+            "merged generic specialization <Swift.String> of Swift.Array.append(__owned A) -> ()",
+            "generic specialization <Swift.UInt8> of Swift._allocateUninitializedArray<A>(Builtin.Word) -> ([A], Builtin.RawPointer)",
+            "function signature specialization <Arg[0] = Dead> of Swift._ContiguousArrayBuffer.init(x: Swift.Int)",
+            "(extension in Foundation):FoundationEssentials.NotificationCenter.addObserver(forName: Swift.Optional<Foundation.NSNotification.Name>) -> ()",
+            "reabstraction thunk helper from @escaping @callee_guaranteed () -> () to @escaping @callee_guaranteed () -> (@out ())",
+            "__swift_instantiateConcreteTypeFromMangledName",
+        ] {
+            XCTAssertTrue(OwnCode.isRuntimeFunction(name), name)
+        }
+        for name in [
+            "heapgen_demo.ProfileViewModel.__allocating_init(name: Swift.String) -> heapgen_demo.ProfileViewModel",
+            "closure #1 () -> () in heapgen_demo.ProfileViewModel.bind() -> ()", "remember", "lookup.isra.0",
+            "static App.Cache.shared.getter : App.Cache", "malloc_wrapper_of_mine", "App.Swifty.run() -> ()",
+            "generic specialization <Swift.Int> of App.Box.init(A) -> App.Box<A>",
+        ] {
+            XCTAssertFalse(OwnCode.isRuntimeFunction(name), name)
+        }
+    }
+
+    func testFirstUserFrameSkipsRuntimeAndLinelessAllocatingInit() {
+        let app = "/work/.build/debug/App"
+        let frames = [
+            ModelReport.Frame(function: "swift_slowAlloc", module: "/opt/swift/usr/lib/swift/linux/libswiftCore.so", address: 1),
+            ModelReport.Frame(function: "swift_allocObject", module: "/opt/swift/usr/lib/swift/linux/libswiftCore.so", address: 2),
+            ModelReport.Frame(function: "App.Model.__allocating_init() -> App.Model", file: "/src/main.swift", module: app, address: 3),
+            ModelReport.Frame(function: "App.Screen.init() -> App.Screen", file: "/src/main.swift", line: 40, module: app, address: 4),
+        ]
+        XCTAssertEqual(OwnCode.firstUserFrame(frames), 3, "__allocating_init has no line: its caller does")
+        // Without a later line, the __allocating_init itself.
+        XCTAssertEqual(OwnCode.firstUserFrame(Array(frames.prefix(3))), 2)
+        // Without debug info at all (no file), the first own frame.
+        let stripped = frames.map { f -> ModelReport.Frame in var f = f; f.file = nil; f.line = nil; return f }
+        XCTAssertEqual(OwnCode.firstUserFrame(stripped), 2)
+    }
+
+    func testFirstUserFrameWithStaticRuntimeAndSpecializations() {
+        let app = "/work/.build/release/App"
+        let frames = [
+            ModelReport.Frame(function: "swift_slowAlloc", module: app, address: 1),
+            ModelReport.Frame(function: "swift_allocObject", module: app, address: 2),
+            ModelReport.Frame(function: "generic specialization <Swift.UInt8> of Swift._allocateUninitializedArray<A>(Builtin.Word) -> ([A], Builtin.RawPointer)",
+                         file: "/build/swift/stdlib/public/core/ArrayShared.swift", line: 80, module: app, address: 3, inlined: true),
+            ModelReport.Frame(function: "App.Cache.image(named: Swift.String) -> [Swift.UInt8]", file: "/src/Cache.swift",
+                         line: 12, module: app, address: 3),
+        ]
+        XCTAssertEqual(OwnCode.firstUserFrame(frames), 3)
+    }
+
+    func testFirstUserFrameCompilerGeneratedAndFallbacks() {
+        let app = "/app/bin"
+        let generated = [
+            ModelReport.Frame(function: "__swift_instantiateConcreteTypeFromMangledName", file: "/<compiler-generated>", module: app, address: 1),
+            ModelReport.Frame(function: "App.f() -> ()", file: "/src/a.swift", line: 3, module: app, address: 2),
+        ]
+        XCTAssertEqual(OwnCode.firstUserFrame(generated), 1)
+
+        // Only libc, libcurl and the loader: libcurl is the best there is.
+        let curl = [
+            ModelReport.Frame(function: "malloc", module: "/lib/x86_64-linux-gnu/libc.so.6", address: 1),
+            ModelReport.Frame(function: "curl_easy_init", module: "/usr/lib/x86_64-linux-gnu/libcurl.so.4", address: 2),
+            ModelReport.Frame(function: nil, module: "/lib64/ld-linux-x86-64.so.2", address: 3),
+        ]
+        XCTAssertEqual(OwnCode.firstUserFrame(curl), 1)
+
+        // No name but in the program's module: its own code.
+        XCTAssertEqual(OwnCode.firstUserFrame([
+            ModelReport.Frame(module: "/lib/x86_64-linux-gnu/libc.so.6", address: 1), ModelReport.Frame(module: app, address: 2),
+        ]), 1)
+
+        // Nothing but runtime, or no module at all.
+        XCTAssertNil(OwnCode.firstUserFrame([
+            ModelReport.Frame(function: "operator new(unsigned long)", module: "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", address: 1),
+            ModelReport.Frame(module: nil, address: 2),
+        ]))
+        XCTAssertNil(OwnCode.firstUserFrame([]))
+    }
+}
+
+final class ReportJSONTests: XCTestCase {
+    static func sampleReport() -> ModelReport {
+        let frame = ModelReport.Frame(function: "App.Model.init() -> App.Model", shortFunction: "Model.init()",
+                                 file: "/src/main.swift", line: 42, column: 9, module: "/app/bin",
+                                 address: 0x55d0_c0ff_ee00, inlined: false)
+        let unknown = ModelReport.Frame(module: nil, address: 0xffff_ffff_ffff_fff0)
+        let finding = ModelReport.Finding(kind: .abandoned, typeName: nil, frames: [frame, unknown], userFrame: 0, cycles: 3,
+                                     cyclesWithGrowth: 3, objectsPerCycle: [1, 1, 1, 1], bytesPerCycle: [48, 48, 48, 48],
+                                     averageBytesPerCycle: 48, survivingObjects: 3, survivingBytes: 144)
+        return ModelReport(
+            trace: "/tmp/app.trace",
+            program: ModelReport.Program(path: "/app/bin", args: ["bin"], pid: 7, exitStatus: nil, signal: 9),
+            options: ModelReport.Options(warmUp: 1, toleratedMisses: 1),
+            totals: ModelReport.Totals(allocations: 10, frees: 4),
+            cycles: 4, judgedCycles: 3,
+            generations: [ModelReport.Generation(index: 0, label: nil, allocations: 1, frees: 0, allocatedBytes: 8,
+                                            liveObjects: 1, liveBytes: 8, persistentObjects: 1, persistentBytes: 8)],
+            findings: [finding],
+            liveAtExit: ModelReport.LiveAtExit(objects: 6, bytes: 200, sites: [ModelReport.Site(typeName: nil, objects: 6, bytes: 200, frames: [frame])]),
+            otherTraces: ["/tmp/app.trace.8"], notes: ["a note"])
+    }
+
+    func testShapeNullsAndAddresses() throws {
+        let json = try JSONReport.render(Self.sampleReport())
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        XCTAssertEqual(Set(object.keys), ["schema", "trace", "program", "options", "totals", "cycles", "judgedCycles",
+                                          "generations", "findings", "liveAtExit", "otherTraces", "notes"])
+        XCTAssertEqual(object["schema"] as? String, "heapgen-report/1")
+        let program = try XCTUnwrap(object["program"] as? [String: Any])
+        XCTAssertTrue(program["exitStatus"] is NSNull, "nil is written as null, not left out")
+        XCTAssertEqual(program["signal"] as? Int, 9)
+        let finding = try XCTUnwrap((object["findings"] as? [[String: Any]])?.first)
+        XCTAssertEqual(Set(finding.keys), ["kind", "typeName", "frames", "userFrame", "cycles", "cyclesWithGrowth",
+                                           "objectsPerCycle", "bytesPerCycle", "averageBytesPerCycle",
+                                           "survivingObjects", "survivingBytes"])
+        XCTAssertTrue(finding["typeName"] is NSNull)
+        let frames = try XCTUnwrap(finding["frames"] as? [[String: Any]])
+        XCTAssertEqual(Set(frames[0].keys), ["function", "shortFunction", "file", "line", "column", "module", "address", "inlined"])
+        XCTAssertEqual(frames[0]["address"] as? String, "0x55d0c0ffee00")
+        XCTAssertEqual(frames[1]["address"] as? String, "0xfffffffffffffff0")
+        XCTAssertTrue(frames[1]["module"] is NSNull)
+        let generation = try XCTUnwrap((object["generations"] as? [[String: Any]])?.first)
+        XCTAssertTrue(generation["label"] is NSNull)
+        let live = try XCTUnwrap(object["liveAtExit"] as? [String: Any])
+        XCTAssertEqual(Set(live.keys), ["objects", "bytes", "sites"])
+        XCTAssertEqual(Set(try XCTUnwrap((live["sites"] as? [[String: Any]])?.first).keys), ["typeName", "objects", "bytes", "frames"])
+        // Sorted keys: "cycles" comes before "findings" before "generations".
+        let c = try XCTUnwrap(json.range(of: "\"cycles\"")), f = try XCTUnwrap(json.range(of: "\"findings\""))
+        XCTAssertLessThan(c.lowerBound, f.lowerBound)
+        XCTAssertFalse(json.contains("\\/"), "slashes are not escaped")
+    }
+
+    func testRoundTrip() throws {
+        let report = Self.sampleReport()
+        XCTAssertEqual(try JSONReport.decode(JSONReport.data(report)), report)
+    }
+
+    func testAddressParsing() {
+        XCTAssertEqual(ModelReport.Frame.parseAddress("0x7f3A"), 0x7f3a)
+        XCTAssertNil(ModelReport.Frame.parseAddress("7f3a"))
+        XCTAssertNil(ModelReport.Frame.parseAddress("0x"))
+        XCTAssertEqual(ModelReport.Frame.formatAddress(0), "0x0")
+    }
+}
+
+final class ReportBuilderTests: XCTestCase {
+    /// A symbolizer that finds nothing: frames keep module and address only.
+    let symbolizer = Symbolizer(options: .init(symbolizerPath: "/nonexistent/llvm-symbolizer", allowFallbacks: false))
+
+    static func module(_ path: String, bias: UInt64) -> ModuleRecord {
+        ModuleRecord(loadBias: bias, path: path, buildID: [1, 2, 3],
+                     segments: [.init(vaddr: 0, memsz: 0x1000, flags: 5)])
+    }
+
+    /// 0x10000: the app; 0x20000: libswiftCore, later replaced at the same place by a plugin.
+    func analysis(cycles: Int = 6, grow: Bool = true) -> Analysis {
+        var a = GenerationAnalyzer(options: AnalysisOptions(warmUp: 1, toleratedMisses: 1))
+        a.consume(.process(ProcessRecord(pid: 99, ppid: 1, origin: .root, executable: "/app/bin", arguments: ["bin", "-x"],
+                                         startUnixNanoseconds: 0)))
+        a.consume(.moduleLoad(Self.module("/app/bin", bias: 0x10000)))
+        a.consume(.moduleLoad(Self.module("/opt/swift/usr/lib/swift/linux/libswiftCore.so", bias: 0x20000)))
+        a.consume(.stack(id: 1, frames: [0x20100, 0x10200, 0x10300]))     // runtime, then app
+        a.consume(.type(id: 1, metadata: 0x5000, name: "App.Model"))
+        a.consume(.stack(id: 2, frames: [0x10400]))                        // cache
+        var address: UInt64 = 0x100000
+        func next() -> UInt64 { address += 0x100; return address }
+        a.consume(.mark(label: "start", timeNanoseconds: 1, origin: .program))
+        for cycle in 1...cycles {
+            if grow { a.consume(.allocation(function: .malloc, address: next(), size: 48, stack: 1, type: 1)) }
+            if cycle == 1 { a.consume(.allocation(function: .malloc, address: next(), size: 4096, stack: 2, type: 0)) }
+            a.consume(.mark(label: "cycle \(cycle)", timeNanoseconds: UInt64(cycle + 1), origin: .program))
+        }
+        // The library is replaced by another at the same address: stack 3 belongs to the new one.
+        a.consume(.moduleUnload(loadBias: 0x20000))
+        a.consume(.moduleLoad(Self.module("/app/plugins/libplugin.so", bias: 0x20000)))
+        a.consume(.stack(id: 3, frames: [0x20100]))
+        for size in [10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120] as [UInt64] {
+            a.consume(.stack(id: UInt32(100 + size), frames: [0x10000 + size]))
+            a.consume(.allocation(function: .malloc, address: next(), size: size, stack: UInt32(100 + size), type: 0))
+        }
+        a.consume(.allocation(function: .malloc, address: next(), size: 5000, stack: 3, type: 0))
+        a.consume(.end(EndRecord(reason: .exited, status: 3)))
+        return a.finish()
+    }
+
+    func testFindingsFramesModulesAndUserFrame() throws {
+        let report = ReportBuilder(symbolizer: symbolizer).build(analysis(), trace: "/t/app.trace", otherTraces: ["/t/app.trace.5"])
+        XCTAssertEqual(report.schema, ModelReport.schemaVersion)
+        XCTAssertEqual(report.trace, "/t/app.trace")
+        XCTAssertEqual(report.otherTraces, ["/t/app.trace.5"])
+        XCTAssertEqual(report.program, ModelReport.Program(path: "/app/bin", args: ["bin", "-x"], pid: 99, exitStatus: 3, signal: nil))
+        XCTAssertEqual(report.options, ModelReport.Options(warmUp: 1, toleratedMisses: 1))
+        XCTAssertEqual(report.cycles, 6)
+        XCTAssertEqual(report.judgedCycles, 5)
+
+        let abandoned = try XCTUnwrap(report.findings.first)
+        XCTAssertEqual(abandoned.kind, .abandoned)
+        XCTAssertEqual(abandoned.typeName, "App.Model")
+        XCTAssertEqual(abandoned.frames.map(\.address), [0x20100, 0x10200, 0x10300])
+        XCTAssertEqual(abandoned.frames.map(\.module),
+                       ["/opt/swift/usr/lib/swift/linux/libswiftCore.so", "/app/bin", "/app/bin"])
+        XCTAssertEqual(abandoned.userFrame, 1, "the runtime frame is skipped")
+        XCTAssertEqual(abandoned.averageBytesPerCycle, 48)
+        XCTAssertEqual(abandoned.objectsPerCycle, [1, 1, 1, 1, 1, 1])
+        XCTAssertEqual(report.findings.last?.kind, .cache)
+        XCTAssertTrue(report.notes.contains { $0.contains("No symbolizer") }, "\(report.notes)")
+    }
+
+    func testLiveAtExitTopTenAndModuleMapOfTheTime() throws {
+        let report = ReportBuilder(symbolizer: symbolizer).build(analysis(), trace: "/t/app.trace")
+        let sites = report.liveAtExit.sites
+        XCTAssertEqual(sites.count, ReportBuilder.maxLiveSites)
+        XCTAssertEqual(sites.map(\.bytes), sites.map(\.bytes).sorted(by: >))
+        XCTAssertEqual(sites.first?.bytes, 5000)
+        // Same address as the runtime frame of stack 1, but defined after the library was replaced.
+        XCTAssertEqual(sites.first?.frames.first?.module, "/app/plugins/libplugin.so")
+        XCTAssertEqual(sites[1].bytes, 4096)
+        XCTAssertEqual(report.liveAtExit.objects, report.totals.liveAtExitObjects)
+        XCTAssertEqual(report.liveAtExit.bytes, report.totals.liveAtExitBytes)
+    }
+
+    func testCleanProgramText() {
+        let report = ReportBuilder(symbolizer: symbolizer).build(analysis(grow: false), trace: "/t/app.trace")
+        XCTAssertTrue(report.findings(.abandoned).isEmpty)
+        let text = TextReport.render(report)
+        XCTAssertTrue(text.contains("No growth across 5 cycles."), text)
+        XCTAssertTrue(text.contains("Caches (filled, then flat — not failures)"), text)
+        XCTAssertFalse(text.contains("Abandoned"), text)
+        XCTAssertFalse(text.contains("\u{1B}["), "no escapes without colour")
+    }
+}
+
+final class SourceSitesTests: XCTestCase {
+    static func finding(_ kind: ModelReport.Finding.Kind, objects: [Int], column: Int = 5, address: UInt64 = 1,
+                        function: String? = "leak_session") -> ModelReport.Finding {
+        let frames = [ModelReport.Frame(function: function, file: "/src/a.c", line: 32, column: column, module: "/app", address: address),
+                      ModelReport.Frame(function: "main", file: "/src/a.c", line: 50, column: 7, module: "/app", address: address + 100)]
+        return ModelReport.Finding(kind: kind, typeName: nil, frames: frames, userFrame: 0, cycles: objects.count - 1,
+                                   cyclesWithGrowth: objects.dropFirst().filter { $0 > 0 }.count, objectsPerCycle: objects,
+                                   bytesPerCycle: objects.map { $0 * 64 }, averageBytesPerCycle: 0,
+                                   survivingObjects: UInt64(objects.dropFirst().reduce(0, +)), survivingBytes: 0)
+    }
+
+    /// gcc peels the first iteration: a cache copy (cycle 1) and an abandoned copy (cycles 2…).
+    func testPeeledCopiesMergeIntoOneAbandonedSite() {
+        let peeled = Self.finding(.cache, objects: [3, 0, 0, 0, 0], address: 0x1000)
+        let loop = Self.finding(.abandoned, objects: [0, 3, 3, 3, 3], address: 0x2000)
+        let merged = SourceSites.merge([loop, peeled])
+        XCTAssertEqual(merged.count, 1)
+        XCTAssertEqual(merged[0].kind, .abandoned)
+        XCTAssertEqual(merged[0].objectsPerCycle, [3, 3, 3, 3, 3])
+        XCTAssertEqual(merged[0].cyclesWithGrowth, 4)
+        XCTAssertEqual(merged[0].averageBytesPerCycle, 192)
+        XCTAssertEqual(merged[0].frames.first?.address, 0x2000)
+    }
+
+    func testDifferentColumnsOrUnknownFunctionsDoNotMerge() {
+        XCTAssertEqual(SourceSites.merge([Self.finding(.abandoned, objects: [1, 1, 1], column: 5),
+                                          Self.finding(.abandoned, objects: [1, 1, 1], column: 9)]).count, 2)
+        XCTAssertEqual(SourceSites.merge([Self.finding(.abandoned, objects: [1, 1, 1], address: 1, function: nil),
+                                          Self.finding(.abandoned, objects: [1, 1, 1], address: 2, function: nil)]).count, 2)
+    }
+
+    func testLiveSitesMergeAndSort() {
+        let f = SourceSitesTests.finding(.cache, objects: [1]).frames
+        let g = SourceSitesTests.finding(.cache, objects: [1], column: 1).frames
+        let merged = SourceSites.merge([ModelReport.Site(typeName: nil, objects: 1, bytes: 10, frames: f),
+                                        ModelReport.Site(typeName: nil, objects: 1, bytes: 15, frames: g),
+                                        ModelReport.Site(typeName: nil, objects: 2, bytes: 10, frames: f)])
+        XCTAssertEqual(merged.map(\.bytes), [20, 15])
+        XCTAssertEqual(merged.map(\.objects), [3, 1])
+    }
+}
+
+final class TextReportTests: XCTestCase {
+    func testSectionsAndSummaryLine() {
+        var report = ReportJSONTests.sampleReport()
+        report.totals.producerWaits = 3
+        report.totals.producerWaitNanoseconds = 1_500_000
+        report.totals.lostEvents = 2
+        report.liveAtExit = ModelReport.LiveAtExit(objects: 34, bytes: 4096, sites: [])
+        let text = TextReport.render(report)
+        XCTAssertTrue(text.contains("heapgen: bin (pid 7) killed by signal 9 (SIGKILL)"), text)
+        XCTAssertTrue(text.contains("waited 3 times for heapgen, 1.5 ms"), text)
+        XCTAssertTrue(text.contains("2 events lost"), text)
+        XCTAssertTrue(text.contains("Abandoned memory: 1 site grew in every cycle"), text)
+        XCTAssertTrue(text.contains("blocks from Model.init()  +1 object / +48 B per cycle"), text)
+        XCTAssertTrue(text.contains("per cycle: 1 | 1 1 1   grew in 3/3   surviving: 3 objects, 144 B"), text)
+        XCTAssertTrue(text.contains("at Model.init() (src/main.swift:42)"), text)
+        XCTAssertTrue(text.contains("SUMMARY: heapgen: 4,096 bytes live at exit in 34 allocations."), text)
+        XCTAssertTrue(text.contains("  - a note"), text)
+        let colored = TextReport.render(report, color: true)
+        XCTAssertTrue(colored.contains("\u{1B}[1;31m"), "abandoned heading in red")
+    }
+
+    func testLongGenerationTableIsElided() {
+        var report = ReportJSONTests.sampleReport()
+        report.generations = (0...40).map {
+            ModelReport.Generation(index: $0, label: "cycle \($0)", allocations: 1, frees: 1, allocatedBytes: 1, liveObjects: 1,
+                              liveBytes: 1, persistentObjects: 0, persistentBytes: 0)
+        }
+        let text = TextReport.render(report)
+        XCTAssertTrue(text.contains("cycle 7 "), text)
+        XCTAssertFalse(text.contains("cycle 20 "), text)
+        XCTAssertTrue(text.contains("cycle 40"), text)
+        XCTAssertTrue(text.contains("26 more"), text)
+    }
+
+    func testSeriesElisionAndWarmUpBar() {
+        XCTAssertEqual(TextReport.series(["1", "2", "3"], warmUp: 1), "1 | 2 3")
+        XCTAssertEqual(TextReport.series(["1", "2", "3"], warmUp: 0), "1 2 3")
+        let long = TextReport.series((1...30).map(String.init), warmUp: 1)
+        XCTAssertTrue(long.hasPrefix("1 | 2 3"), long)
+        XCTAssertTrue(long.contains(" … "), long)
+        XCTAssertTrue(long.hasSuffix("29 30"), long)
+    }
+
+    func testDisplayNames() {
+        XCTAssertEqual(TextReport.displayFunction("lookup.isra.0"), "lookup")
+        XCTAssertEqual(TextReport.displayFunction("f.constprop.0.cold"), "f")
+        XCTAssertEqual(TextReport.displayFunction("closure #2 in "), "closure #2 in top-level code")
+        XCTAssertEqual(TextReport.displayFunction("ProfileViewModel.init(name:)"), "ProfileViewModel.init(name:)")
+        XCTAssertEqual(TextReport.displayFunction("ImageCache.shared.unsafeMutableAddressor"), "ImageCache.shared.unsafeMutableAddressor")
+    }
+
+    func testHumanUnits() {
+        XCTAssertEqual(HumanUnits.count(1_234_567), "1,234,567")
+        XCTAssertEqual(HumanUnits.count(-1000), "-1,000")
+        XCTAssertEqual(HumanUnits.bytes(999), "999 B")
+        XCTAssertEqual(HumanUnits.bytes(1_234_567), "1.2 MB")
+        XCTAssertEqual(HumanUnits.bytes(999_999), "1.0 MB")
+        XCTAssertEqual(HumanUnits.signedBytes(48), "+48 B")
+        XCTAssertEqual(HumanUnits.signedBytes(-1200), "-1.2 kB")
+        XCTAssertEqual(HumanUnits.duration(nanoseconds: 1_500_000), "1.5 ms")
+        XCTAssertEqual(HumanUnits.plural(1, "object"), "1 object")
+        XCTAssertEqual(HumanUnits.plural(2, "object"), "2 objects")
+    }
+
+    func testColorDecision() {
+        XCTAssertFalse(TextStyle.shouldColor(fileDescriptor: -1, environment: [:]), "not a terminal")
+        XCTAssertFalse(TextStyle.shouldColor(fileDescriptor: 1, environment: ["NO_COLOR": "1"]))
+    }
+}
