@@ -78,7 +78,7 @@ final class Demangler {
             let fullName = full.flatMap { f in Self.call(n) { f($0, $1, nil, nil, 0) } }
             let shortName = short.flatMap { s in Self.call(n) { s($0, $1, nil, nil) } }
             if let fullName, let shortName {
-                let d = DemangledName(full: fullName, short: shortName)
+                let d = DemangledName(full: fullName, short: Self.tidyShort(shortName))
                 cache[n] = d
                 out[n] = d
             } else {
@@ -93,7 +93,7 @@ final class Demangler {
         }
         for (n, p) in partial {
             let fullName = p.full ?? fulls[n]
-            let d = DemangledName(full: fullName ?? n, short: p.short ?? shorts[n] ?? fullName ?? n)
+            let d = DemangledName(full: fullName ?? n, short: Self.tidyShort(p.short ?? shorts[n] ?? fullName ?? n))
             if fullName != nil { cache[n] = d }
             out[n] = d
         }
@@ -140,5 +140,11 @@ final class Demangler {
             }
         }
         return out
+    }
+
+    /// The simplified demangler leaves the context of top-level closures
+    /// empty ("closure #2 in "); name it.
+    static func tidyShort(_ name: String) -> String {
+        name.hasSuffix(" in ") ? name + "top-level code" : name
     }
 }

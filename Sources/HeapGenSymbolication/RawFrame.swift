@@ -33,8 +33,14 @@ extension RawFrame {
             return s
         }
         function = known(rawFunction)
-        file = known(rawFile)
         line = rawLine.flatMap { $0 > 0 ? $0 : nil }
+        file = known(rawFile)
+        // Without line tables llvm-symbolizer falls back to the symbol table's
+        // FILE symbol: for stripped libraries that is whatever object came
+        // first (crtstuff.c, SwiftOnoneSupport.o) — not the function's file.
+        if line == nil, let name = file, name.hasSuffix("crtstuff.c") || name.hasSuffix(".o") {
+            file = nil
+        }
         column = rawColumn.flatMap { $0 > 0 ? $0 : nil }
     }
 }
