@@ -1,0 +1,102 @@
+// Programs that do not mark their own cycles: `--mark-every` and `heapgen mark PID`.
+
+import Foundation
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+final class ExternalMarkReportTests: XCTestCase {
+    /// 8 cycles of 150 ms, each leaking 2 blocks half-way through; heapgen marks every 150 ms.
+    /// Timing-tolerant: the marks and the cycles are not synchronised.
+    func testMarkEveryFindsTheLeak() throws {
+        let fixture = try ReportFixture.c("external.c")
+        let run = try Heapgen.runJSON(fixture, ["timed", "8", "150"], flags: ["--mark-every", "150ms"])
+        let r = run.report
+        guard let cycles = r.cycles else { return XCTFail("no cycles: \(r)") }
+        XCTAssertGreaterThanOrEqual(cycles, 4, "about 7 timer cycles expected: \(r)")
+        XCTAssertLessThanOrEqual(cycles, 10, "about 7 timer cycles expected: \(r)")
+        let leaks = r.findings(function: "leak_two")
+        XCTAssertEqual(leaks.map(\.kind), ["abandoned"], r.findingsSummary)
+        if let f = leaks.first, let judged = f.cycles {
+            XCTAssertGreaterThanOrEqual(f.cyclesWithGrowth ?? -1, judged - 1, f.summary)
+            XCTAssertTrue(f.objectsPerCycle.allSatisfy { $0 >= 0 && $0 % 2 == 0 && $0 <= 4 }, f.summary)
+            XCTAssertEqual(f.userFrame?.function, "leak_two", f.summary)
+        }
+        // The transient 500-byte block is freed at once: no finding anywhere else.
+        XCTAssertEqual(r.findings.count, 1, r.findingsSummary)
+    }
+
+    /// The test drives the cycles through FIFOs and marks each with `heapgen mark PID`.
+    func testMarkCommandBetweenDrivenCycles() throws {
+        let n = 6
+        let fixture = try ReportFixture.c("external.c")
+        let dir = try RPaths.freshDirectory("driven")
+        let pidFile = dir + "/pid", goPath = dir + "/go", donePath = dir + "/done"
+        try FIFO.make(goPath)
+        try FIFO.make(donePath)
+        let trace = dir + "/x.trace", out = dir + "/report.json"
+        let heapgen = try Spawned(try RPaths.heapgen(),
+                                  ["run", "--format", "json", "--output", out, "--trace", trace, "--",
+                                   fixture, "driven", pidFile, goPath, donePath, "\(n)"])
+        defer { heapgen.killIfRunning() }
+
+        // The program's pid.
+        let deadline = Date().addingTimeInterval(30)
+        var pid: Int32?
+        while pid == nil && Date() < deadline && !heapgen.poll() {
+            if let text = try? String(contentsOfFile: pidFile, encoding: .utf8) {
+                pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            } else {
+                usleep(5_000)
+            }
+        }
+        guard let pid else {
+            return XCTFail("the fixture never wrote its pid:\n\(heapgen.wait(timeout: 5).transcript)")
+        }
+        let go = try FIFO.open(goPath, write: true)
+        defer { close(go) }
+        let done = try FIFO.open(donePath, write: false)
+        defer { close(done) }
+
+        func mark(_ label: String) throws {
+            let m = try Heapgen.run(["mark", "\(pid)", label], timeout: 30)
+            XCTAssertEqual(m.status, 0, "heapgen mark \(pid) \(label):\n\(m.transcript)")
+        }
+        try mark("heapgen.start")
+        for k in 1...n {
+            try FIFO.writeByte(go)
+            try FIFO.readByte(done)
+            try mark(k == 1 ? "warm-up 1" : "cycle \(k)")
+        }
+        try FIFO.writeByte(go)   // let it exit
+        let result = heapgen.wait(timeout: 60)
+        XCTAssertEqual(result.status, 0, result.transcript)
+        guard let data = FileManager.default.contents(atPath: out) else {
+            return XCTFail("no report at \(out):\n\(result.transcript)")
+        }
+        let r = try Report(data: data, origin: result.command)
+
+        XCTAssertEqual(r.cycles, n, "\(r)")
+        XCTAssertEqual(r.generations.map(\.label), ["heapgen.start", "warm-up 1"] + (2...n).map { "cycle \($0)" } + [nil],
+                       "generation labels: \(r.generations.map(\.json))")
+        let leaks = r.findings(function: "leak_two")
+        XCTAssertEqual(leaks.map(\.kind), ["abandoned"], r.findingsSummary)
+        if let f = leaks.first {
+            XCTAssertEqual(f.objectsPerCycle, Array(repeating: 2, count: n), f.summary)
+            XCTAssertEqual(f.bytesPerCycle, Array(repeating: 160, count: n), f.summary)
+            XCTAssertEqual(f.cycles, n - 1, f.summary)
+            XCTAssertEqual(f.cyclesWithGrowth, n - 1, f.summary)
+            XCTAssertEqual(f.survivingObjects, 2 * (n - 1), f.summary)
+        }
+        XCTAssertEqual(r.findings.count, 1, r.findingsSummary)
+        for k in 1...n {
+            XCTAssertEqual(r.generations[safe: k]?.allocations, 3, "cycle \(k): 2 kept + 1 transient")
+            XCTAssertEqual(r.generations[safe: k]?.frees, 1, "cycle \(k)")
+        }
+
+        // A process heapgen is not recording: exit 69.
+        let notRecorded = try Heapgen.run(["mark", "\(getpid())"])
+        XCTAssertEqual(notRecorded.status, 69, notRecorded.transcript)
+    }
+}
