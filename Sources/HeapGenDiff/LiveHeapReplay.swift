@@ -1,0 +1,229 @@
+// Replays the live heap of a trace record by record, per allocation site.
+
+import HeapGenAnalysis
+import HeapGenTrace
+
+/// An allocation site: a (stack id, Swift type id) pair of one trace, as in ``AllocationSite``.
+public struct SiteKey: Hashable, Sendable {
+    public var stack: UInt32
+    public var type: UInt32
+
+    public init(stack: UInt32, type: UInt32) {
+        self.stack = stack
+        self.type = type
+    }
+}
+
+/// A block live at the current point of a ``LiveHeapReplay``.
+public struct LiveBlockInfo: Sendable {
+    public var address: UInt64
+    /// Requested bytes.
+    public var size: UInt64
+    /// Index in ``LiveHeapReplay/sites``.
+    public var site: Int
+    /// Marks (of any kind) seen before the block was allocated.
+    public var epoch: Int
+}
+
+/// Replays the heap of one trace in order: which blocks are live, per site, at every point.
+///
+/// One pass, memory proportional to the live blocks plus the sites and stacks of the trace
+/// (never to the number of events). Feed every record with ``consume(_:)``; at any point the
+/// per-site live counts are in ``liveObjects`` / ``liveBytes`` and ``forEachLiveBlock(_:)``
+/// walks the live blocks. ``finish(trace:)`` gives what symbolication needs.
+///
+/// Semantics follow ``GenerationAnalyzer`` and ``TraceSummary``: the old block of a realloc
+/// is set aside and comes back on a `reallocUndo` (with its size, site and epoch); an
+/// allocation at an address already live replaces the old block; a free of an address that
+/// is not live is ignored. `heapgen.settle` marks do not start a generation.
+public struct LiveHeapReplay {
+    /// What a record did.
+    public enum Step {
+        /// An allocation of `size` bytes at site `site` (index in ``sites``).
+        case allocated(site: Int, size: UInt64)
+        /// Mark `index` (0-based among all marks) with `label`; the heap is as it was at the mark.
+        case mark(index: Int, label: String)
+        /// Anything else.
+        case other
+    }
+
+    /// Every site seen so far, in order of first allocation.
+    public private(set) var sites: [SiteKey] = []
+    /// Live blocks per site now.
+    public private(set) var liveObjects: [Int] = []
+    /// Live requested bytes per site now.
+    public private(set) var liveBytes: [Int] = []
+    /// Marks seen so far (of any kind): the epoch of a block allocated now.
+    public private(set) var markCount = 0
+    /// Generation of each epoch: ordinary marks seen before it (settle marks do not count).
+    public private(set) var epochGeneration: [Int] = [0]
+    /// Per site: live blocks allocated since ``countAddedFromNow()`` was last called (empty before).
+    public private(set) var addedObjects: [Int] = []
+    /// Per site: live requested bytes of those blocks.
+    public private(set) var addedBytes: [Int] = []
+    /// Blocks of this epoch or later count as added; `nil`: not counting.
+    private var addedEpoch: Int32?
+
+    private var blocks: [UInt64: Block] = [:]
+    private var pending: [UInt64: (block: Block, serial: UInt64)] = [:]
+    private var serial: UInt64 = 0
+    private var siteIndex: [SiteKey: Int] = [:]
+    private var stacks: [UInt32: [UInt64]] = [:]
+    private var stackPositions: [UInt32: UInt64] = [:]
+    /// Gets every record but heap events and stacks: keeps the module map, marks, types,
+    /// process and end, so ``Analysis/module(containing:atRecord:)`` works on its result.
+    private var context = GenerationAnalyzer(options: AnalysisOptions(maxSites: 0))
+    /// Records given to `context`: the "record index" space of its module map.
+    private var contextRecords: UInt64 = 0
+    private var generation = 0
+
+    /// Reallocs set aside before the oldest half is dropped (as in the analyzer and the summary).
+    static let maxPendingReallocs = 4096
+
+    private struct Block {
+        var size: UInt64
+        var site: Int32
+        var epoch: Int32
+    }
+
+    public init() {}
+
+    /// Live blocks now.
+    public var liveBlockCount: Int { blocks.count }
+
+    /// Takes the next record of the trace.
+    @discardableResult
+    public mutating func consume(_ record: TraceRecord) -> Step {
+        switch record {
+        case let .allocation(_, address, size, stack, type):
+            let site = siteOf(SiteKey(stack: stack, type: type))
+            if !pending.isEmpty { pending.removeValue(forKey: address) }
+            let block = Block(size: size, site: Int32(site), epoch: Int32(truncatingIfNeeded: markCount))
+            if let old = blocks.updateValue(block, forKey: address) { release(old) }
+            add(block)
+            return .allocated(site: site, size: size)
+        case let .free(function, address):
+            guard let old = blocks.removeValue(forKey: address) else {
+                if function == .realloc && !pending.isEmpty { pending.removeValue(forKey: address) }
+                return .other
+            }
+            release(old)
+            if function == .realloc {
+                pending[address] = (old, serial)
+                serial &+= 1
+                if pending.count > Self.maxPendingReallocs { dropOldestPendingHalf() }
+            }
+            return .other
+        case let .reallocUndo(address):
+            guard let entry = pending.removeValue(forKey: address) else { return .other }
+            if let old = blocks.updateValue(entry.block, forKey: address) { release(old) }
+            add(entry.block)
+            return .other
+        case let .stack(id, frames):
+            stacks[id] = frames
+            stackPositions[id] = contextRecords
+            return .other
+        case let .mark(label, _, _):
+            feedContext(record)
+            let index = markCount
+            markCount += 1
+            if label != AnalysisOptions.settleLabel { generation += 1 }
+            epochGeneration.append(generation)
+            return .mark(index: index, label: label)
+        default:
+            feedContext(record)
+            return .other
+        }
+    }
+
+    /// From now on, counts per site the live blocks allocated after this point
+    /// (``addedObjects``, ``addedBytes``), starting from zero.
+    public mutating func countAddedFromNow() {
+        addedEpoch = Int32(truncatingIfNeeded: markCount)
+        addedObjects = [Int](repeating: 0, count: sites.count)
+        addedBytes = [Int](repeating: 0, count: sites.count)
+    }
+
+    /// Calls `body` for every block live now (in no particular order).
+    public func forEachLiveBlock(_ body: (LiveBlockInfo) throws -> Void) rethrows {
+        for (address, block) in blocks {
+            try body(LiveBlockInfo(address: address, size: block.size, site: Int(block.site), epoch: Int(block.epoch)))
+        }
+    }
+
+    /// What symbolication and reporting need from the records consumed so far.
+    public func finish(trace: String) -> TraceContext {
+        TraceContext(trace: trace, analysis: context.finish(), sites: sites, stacks: stacks,
+                     stackPositions: stackPositions)
+    }
+
+    // MARK: - Private
+
+    private mutating func feedContext(_ record: TraceRecord) {
+        context.consume(record)
+        contextRecords &+= 1
+    }
+
+    private mutating func siteOf(_ key: SiteKey) -> Int {
+        if let s = siteIndex[key] { return s }
+        let s = sites.count
+        sites.append(key)
+        liveObjects.append(0)
+        liveBytes.append(0)
+        if addedEpoch != nil {
+            addedObjects.append(0)
+            addedBytes.append(0)
+        }
+        siteIndex[key] = s
+        return s
+    }
+
+    private mutating func add(_ block: Block) {
+        liveObjects[Int(block.site)] &+= 1
+        liveBytes[Int(block.site)] &+= Int(truncatingIfNeeded: block.size)
+        if let addedEpoch, block.epoch >= addedEpoch {
+            addedObjects[Int(block.site)] &+= 1
+            addedBytes[Int(block.site)] &+= Int(truncatingIfNeeded: block.size)
+        }
+    }
+
+    private mutating func release(_ block: Block) {
+        liveObjects[Int(block.site)] &-= 1
+        liveBytes[Int(block.site)] &-= Int(truncatingIfNeeded: block.size)
+        if let addedEpoch, block.epoch >= addedEpoch {
+            addedObjects[Int(block.site)] &-= 1
+            addedBytes[Int(block.site)] &-= Int(truncatingIfNeeded: block.size)
+        }
+    }
+
+    private mutating func dropOldestPendingHalf() {
+        let serials = pending.values.map(\.serial).sorted()
+        let cutoff = serials[serials.count / 2]
+        pending = pending.filter { $0.value.serial >= cutoff }
+    }
+}
+
+/// What is needed to name the sites of a trace after a replay: their stacks, the module
+/// map, the marks, the type names, the process.
+public struct TraceContext: Sendable {
+    /// The trace's path (or name).
+    public var trace: String
+    /// A generation analysis of the trace's records without heap events: its marks, modules,
+    /// type names, process and end record are the trace's; its sites and totals are empty.
+    public var analysis: Analysis
+    /// Sites in the order of the replay (indices of the replay's per-site arrays).
+    public var sites: [SiteKey]
+    /// Frames (innermost first) of every stack of the trace.
+    public var stacks: [UInt32: [UInt64]]
+    /// Per stack: the position to pass to ``Analysis/module(containing:atRecord:)`` of
+    /// ``analysis`` for its frames.
+    public var stackPositions: [UInt32: UInt64]
+
+    /// Every mark of the trace, in order (settle marks included).
+    public var marks: [GenerationMark] { analysis.marks }
+
+    /// Demangled name of Swift type `id`, if any.
+    public func typeName(_ id: UInt32) -> String? {
+        id == 0 ? nil : analysis.typeNames[id]
+    }
+}

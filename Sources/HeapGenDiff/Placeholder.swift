@@ -1,1 +1,0 @@
-// HeapGenDiff (being written).

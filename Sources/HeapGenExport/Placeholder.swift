@@ -1,1 +1,0 @@
-// HeapGenExport (being written).

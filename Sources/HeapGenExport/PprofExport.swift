@@ -1,0 +1,193 @@
+// A heap profile as a gzipped perftools.profiles.Profile (pprof's profile.proto).
+
+import HeapGenDiff
+import HeapGenReport
+import HeapGenTrace
+
+/// Builds pprof profiles from a ``HeapProfile``.
+///
+/// - Sample types `alloc_objects/count`, `alloc_space/bytes`, `inuse_objects/count`,
+///   `inuse_space/bytes` (as Go and jemalloc heap profiles); `default_sample_type` is
+///   `inuse_space`.
+/// - One sample per (allocation site, generation) with a string label `generation` (see
+///   ``HeapProfile/generationNames``) and, for Swift objects, a string label `type`.
+/// - One Location per distinct return address (and mapping), with one Line per frame,
+///   inlined frames first and the function containing the address last, as pprof expects.
+/// - Functions carry the short name as `name` (what `pprof -top` prints), the full
+///   demangled name as `system_name`, and the source file. An address without a symbol
+///   becomes a function named `module+0xOFFSET`.
+/// - One Mapping per loaded module, in load order (the executable first): start, limit,
+///   file offset 0 (of its first segment), file name, build id in hex.
+public enum PprofExport {
+    /// Profile.proto field numbers.
+    enum Field {
+        static let sampleType = 1, sample = 2, mapping = 3, location = 4, function = 5, stringTable = 6
+        static let timeNanos = 9, periodType = 11, period = 12, comment = 13, defaultSampleType = 14
+    }
+
+    /// The profile, gzipped.
+    public static func gzipped(_ profile: HeapProfile, symbolication: StackSymbolication = StackSymbolication())
+        -> (bytes: [UInt8], notes: [String]) {
+        let built = encode(profile, symbolication: symbolication)
+        return (Gzip.wrap(built.bytes), built.notes)
+    }
+
+    /// The serialized Profile message (not gzipped), and notes on symbolication.
+    public static func encode(_ profile: HeapProfile, symbolication: StackSymbolication = StackSymbolication())
+        -> (bytes: [UInt8], notes: [String]) {
+        let context = profile.context
+        let stackIDs = Array(Set(profile.samples.map { context.sites[$0.site].stack }))
+        let symbolicated = symbolication.symbolicate(stackIDs, in: context)
+
+        var strings = StringTable()
+        var functions: [FunctionKey: UInt64] = [:]
+        var functionList: [FunctionKey] = []
+        var mappings: [MappingKey: UInt64] = [:]
+        var mappingList: [(key: MappingKey, module: ModuleRecord, symbolized: Bool, files: Bool, lines: Bool)] = []
+        var locations: [LocationKey: UInt64] = [:]
+        var locationList: [(key: LocationKey, lines: [(function: UInt64, line: Int64)])] = []
+
+        func functionID(_ frame: Report.Frame, offset: UInt64?) -> UInt64 {
+            let full = frame.function ?? StackSymbolication.unknownName(module: frame.module, offset: offset,
+                                                                          address: frame.address)
+            let key = FunctionKey(name: frame.shortFunction ?? full, systemName: full, file: frame.file ?? "")
+            if let id = functions[key] { return id }
+            let id = UInt64(functionList.count + 1)
+            functions[key] = id
+            functionList.append(key)
+            return id
+        }
+        func mappingID(_ module: ModuleRecord?) -> UInt64 {
+            guard let module else { return 0 }
+            let key = MappingKey(path: module.path, loadBias: module.loadBias)
+            if let id = mappings[key] { return id }
+            let id = UInt64(mappingList.count + 1)
+            mappings[key] = id
+            mappingList.append((key, module, true, true, true))
+            return id
+        }
+        func locationID(_ a: SymbolicatedAddress) -> UInt64 {
+            let mapping = mappingID(a.module)
+            let key = LocationKey(address: a.address, mapping: mapping)
+            if let id = locations[key] { return id }
+            let id = UInt64(locationList.count + 1)
+            locations[key] = id
+            let lines = a.frames.map { (functionID($0, offset: a.moduleOffset), Int64($0.line ?? 0)) }
+            locationList.append((key, lines))
+            if mapping > 0 {
+                let m = Int(mapping - 1)
+                if a.frames.contains(where: { $0.function == nil }) { mappingList[m].symbolized = false }
+                if a.frames.contains(where: { $0.file == nil }) { mappingList[m].files = false }
+                if a.frames.contains(where: { $0.line == nil }) { mappingList[m].lines = false }
+            }
+            return id
+        }
+
+        // Every module in load order: pprof takes the first mapping for the main binary.
+        for event in context.analysis.modules { if let module = event.module { _ = mappingID(module) } }
+
+        var w = ProtobufWriter()
+        for sample in HeapSample.allCases {
+            let type = strings.index(sample.rawValue), unit = strings.index(sample.unit)
+            w.message(Field.sampleType) { $0.int64(1, type); $0.int64(2, unit) }
+        }
+        let generationKey = strings.index("generation"), typeKey = strings.index("type")
+        for sample in profile.samples {
+            let site = context.sites[sample.site]
+            let ids = (symbolicated.stacks[site.stack]?.addresses ?? []).map(locationID)
+            let v = sample.values
+            let generation = strings.index(profile.generationNames[sample.generation])
+            let typeName = context.typeName(site.type).map { strings.index($0) }
+            w.message(Field.sample) { s in
+                s.packedUInt64(1, ids)
+                s.packedInt64(2, [v.allocObjects, v.allocSpace, v.inuseObjects, v.inuseSpace])
+                s.message(3) { $0.int64(1, generationKey); $0.int64(2, generation) }
+                if let typeName { s.message(3) { $0.int64(1, typeKey); $0.int64(2, typeName) } }
+            }
+        }
+        for m in mappingList {
+            let low = m.module.segments.map(\.vaddr).min() ?? 0
+            let high = m.module.segments.map { $0.vaddr &+ $0.memsz }.max() ?? 0
+            let page: UInt64 = 4096
+            let start = m.module.loadBias &+ (low & ~(page - 1))
+            let limit = m.module.loadBias &+ ((high &+ page - 1) & ~(page - 1))
+            let file = strings.index(m.module.path)
+            let buildID = m.module.buildID.isEmpty ? 0 : strings.index(m.module.buildID.map(hexByte).joined())
+            w.message(Field.mapping) { p in
+                p.uint64(1, mappings[m.key]!)
+                p.uint64(2, start)
+                p.uint64(3, limit)
+                p.uint64(4, 0)
+                p.int64(5, file)
+                p.int64(6, buildID)
+                p.bool(7, m.symbolized)
+                p.bool(8, m.symbolized && m.files)
+                p.bool(9, m.symbolized && m.lines)
+                p.bool(10, m.symbolized)
+            }
+        }
+        for (i, l) in locationList.enumerated() {
+            w.message(Field.location) { p in
+                p.uint64(1, UInt64(i + 1))
+                p.uint64(2, l.key.mapping)
+                p.uint64(3, l.key.address)
+                for line in l.lines { p.message(4) { $0.uint64(1, line.function); $0.int64(2, line.line) } }
+            }
+        }
+        for (i, f) in functionList.enumerated() {
+            let name = strings.index(f.name), system = strings.index(f.systemName), file = strings.index(f.file)
+            w.message(Field.function) { p in
+                p.uint64(1, UInt64(i + 1))
+                p.int64(2, name)
+                p.int64(3, system)
+                p.int64(4, file)
+            }
+        }
+        let comment = strings.index("heapgen export of \(context.trace); in use at \(profile.point)")
+        let space = strings.index("space"), bytes = strings.index("bytes")
+        let defaultType = strings.index(HeapSample.inuseSpace.rawValue)
+        let time = Int64(clamping: context.analysis.process.startUnixNanoseconds)
+        // Every string is interned by now: the table goes last.
+        for s in strings.strings { w.string(Field.stringTable, s, always: true) }
+        w.int64(Field.timeNanos, time)
+        w.message(Field.periodType) { $0.int64(1, space); $0.int64(2, bytes) }
+        w.int64(Field.period, 1)
+        w.packedInt64(Field.comment, [comment])
+        w.int64(Field.defaultSampleType, defaultType)
+        return (w.bytes, symbolicated.notes)
+    }
+
+    static func hexByte(_ b: UInt8) -> String {
+        (b < 16 ? "0" : "") + String(b, radix: 16)
+    }
+
+    struct FunctionKey: Hashable {
+        var name: String
+        var systemName: String
+        var file: String
+    }
+
+    struct MappingKey: Hashable {
+        var path: String
+        var loadBias: UInt64
+    }
+
+    struct LocationKey: Hashable {
+        var address: UInt64
+        var mapping: UInt64
+    }
+
+    /// profile.proto's string table: index 0 is the empty string.
+    struct StringTable {
+        private(set) var strings: [String] = [""]
+        private var indices: [String: Int64] = ["": 0]
+
+        mutating func index(_ s: String) -> Int64 {
+            if let i = indices[s] { return i }
+            let i = Int64(strings.count)
+            strings.append(s)
+            indices[s] = i
+            return i
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import ArgumentParser
+import HeapGenDiff
+import HeapGenExport
+import HeapGenRecord
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `heapgen export TRACE --format pprof|collapsed [--output PATH] [--sample S] [--at POINT]`
+struct ExportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Export a trace's heap profile for pprof, or as folded stacks for flame graphs.",
+        discussion: """
+            pprof: a gzipped profile.proto with the sample types alloc_objects, alloc_space, \
+            inuse_objects and inuse_space (in use = live at the end of the trace, or at --at; \
+            allocations are counted up to the same point) and a label "generation" on every \
+            sample: the mark that ends the generation its allocations came from. Try \
+            `go tool pprof -top heap.pb.gz` or `-tags`.
+
+            collapsed: one line per stack, outermost frame first, `main;work;make_buffer 4096`, \
+            for flamegraph.pl, speedscope or inferno; the value is --sample (default \
+            inuse_space).
+
+            Exits with 64 if the --at point is not in the trace, 65 if the trace is corrupt \
+            or not a trace, 66 if it cannot be opened, 125 if the output cannot be written.
+            """
+    )
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case pprof, collapsed
+    }
+
+    @Argument(help: ArgumentHelp("The trace file.", valueName: "trace"))
+    var trace: String
+
+    @Option(name: .long, help: "pprof (gzipped profile.proto) or collapsed (folded stacks).")
+    var format: Format
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Write to this file (created owner-only) instead of standard output.", valueName: "path"))
+    var output: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "collapsed only: the value of each line: inuse_space (default), inuse_objects, alloc_space or alloc_objects.",
+        valueName: "type"))
+    var sample: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Measure in-use memory at this point: end (default), last-mark, or a mark label or index.",
+        valueName: "point"))
+    var at: String?
+
+    func validate() throws {
+        if let sample {
+            guard format == .collapsed else {
+                throw ValidationError("--sample chooses the value of collapsed stacks; a pprof profile has all four.")
+            }
+            guard HeapSample(rawValue: sample) != nil else {
+                throw ValidationError("--sample takes one of: " + HeapSample.allCases.map(\.rawValue).joined(separator: ", ") + ".")
+            }
+        }
+        if let output, output.isEmpty { throw ValidationError("--output needs a file name.") }
+        if let at, at.isEmpty { throw ValidationError("--at needs a mark label or index, end or last-mark.") }
+    }
+
+    func run() throws {
+        if format == .pprof && output == nil && isatty(1) == 1 {
+            standardError("heapgen: a pprof profile is binary: give --output PATH or redirect standard output.\n")
+            throw ExitCode(ExitCodes.usage)
+        }
+        let profile: HeapProfile
+        do {
+            profile = try HeapProfile.load(trace: trace, at: at.map(TracePoint.init(parsing:)) ?? .end)
+        } catch let error as TracePointError {
+            standardError("heapgen: \(error)\n")
+            throw ExitCode(ExitCodes.usage)
+        } catch {
+            throw traceFailure(error)
+        }
+        let bytes: [UInt8]
+        let notes: [String]
+        switch format {
+        case .pprof:
+            (bytes, notes) = PprofExport.gzipped(profile)
+        case .collapsed:
+            let rendered = CollapsedExport.render(profile, sample: sample.flatMap(HeapSample.init(rawValue:)) ?? .inuseSpace)
+            (bytes, notes) = (Array(rendered.text.utf8), rendered.notes)
+        }
+        for note in notes { standardError("heapgen: note: \(note)\n") }
+        if let problem = Self.write(bytes, to: output) {
+            standardError("heapgen: cannot write \(output ?? "standard output"): \(problem)\n")
+            throw ExitCode(ExitCodes.heapgenFailed)
+        }
+    }
+
+    /// Writes `bytes` to `path` (created or truncated, mode 0600, never through a symbolic
+    /// link) or to standard output; returns a description of the failure, or nil.
+    static func write(_ bytes: [UInt8], to path: String?) -> String? {
+        let fd: Int32
+        if let path {
+            fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode_t(0o600))
+            if fd < 0 { return String(cString: strerror(errno)) }
+            _ = fchmod(fd, mode_t(0o600))
+        } else {
+            fd = 1
+        }
+        defer { if path != nil { close(fd) } }
+        return bytes.withUnsafeBytes { buf -> String? in
+            guard let base = buf.baseAddress else { return nil }
+            var off = 0
+            while off < buf.count {
+                let n = Glibc.write(fd, base + off, buf.count - off)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return String(cString: strerror(errno)) }
+                off += n
+            }
+            return nil
+        }
+    }
+}

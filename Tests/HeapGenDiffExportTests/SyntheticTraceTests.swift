@@ -1,0 +1,181 @@
+// HeapDiffer and HeapProfile on small traces written with TraceWriter: realloc,
+// reallocUndo, Swift types, generations, points.
+
+import Foundation
+import HeapGenDiff
+import HeapGenExport
+import HeapGenSymbolication
+import HeapGenTrace
+import XCTest
+
+/// A trace file written by the test; stacks have no module (frames are named by address).
+final class SyntheticTrace {
+    let path: String
+    let writer: TraceWriter
+    private var time: UInt64 = 1
+
+    init() throws {
+        path = try Paths.freshDirectory("synthetic") + "/s.trace"
+        writer = try TraceWriter(path: path, process: ProcessRecord(
+            pid: 7, ppid: 1, origin: .root, executable: "/bin/none", arguments: ["none"], startUnixNanoseconds: 1))
+        writer.defineStack(id: 1, frames: [0x1000, 0x2000])
+        writer.defineStack(id: 2, frames: [0x1100, 0x2000])
+        writer.defineType(id: 1, metadata: 0x9000, name: "App.Model")
+    }
+
+    func alloc(_ address: UInt64, _ size: UInt64, stack: UInt32 = 1, type: UInt32 = 0, _ f: AllocationFunction = .malloc) {
+        writer.appendAllocation(f, address: address, size: size, stack: stack, type: type)
+    }
+    func free(_ address: UInt64, _ f: FreeFunction = .free) { writer.appendFree(f, address: address) }
+    func mark(_ label: String) {
+        writer.mark(label: label, timeNanoseconds: time, origin: .program)
+        time += 1
+    }
+    func finish() throws -> String {
+        try writer.finish(EndRecord(reason: .exited))
+        return path
+    }
+}
+
+final class SyntheticTraceTests: XCTestCase {
+    /// No symbolizer needed: no frame is in a module.
+    let differ = HeapDiffer(symbolizer: Symbolizer(options: .init(symbolizerPath: "/nonexistent", allowFallbacks: false)))
+
+    func testAddedRemovedWithReallocAndUndo() throws {
+        let t = try SyntheticTrace()
+        t.alloc(0xa0, 10)                 // live at A, freed by B: removed
+        t.alloc(0xb0, 20)                 // live at A and B
+        t.alloc(0xc0, 30, stack: 2, type: 1)
+        t.mark("A")
+        t.free(0xa0)
+        t.alloc(0xd0, 40)                 // added
+        t.alloc(0xe0, 50)                 // allocated and freed between: neither
+        t.free(0xe0)
+        t.free(0xb0, .realloc)            // a realloc that fails: 0xb0 comes back
+        t.writer.appendReallocUndo(address: 0xb0)
+        t.free(0xc0, .realloc)            // a realloc that succeeds: 0xc0 gone, 0xf0 new (realloc's site)
+        t.alloc(0xf0, 60, stack: 2, type: 1, .realloc)
+        t.mark("B")
+        t.alloc(0x100, 70)                // after B: not counted
+        let path = try t.finish()
+
+        let diff = try differ.diff(trace: path, from: .label("A"), to: .label("B"))
+        XCTAssertEqual(diff.mode, .marks)
+        XCTAssertEqual(diff.base.point, ResolvedPoint(kind: .mark, index: 0, label: "A"))
+        XCTAssertEqual(diff.new.point, ResolvedPoint(kind: .mark, index: 1, label: "B"))
+        XCTAssertEqual(diff.entries.count, 2)
+        let plain = try XCTUnwrap(diff.entries.first { $0.typeName == nil })
+        XCTAssertEqual(plain.change.objectsBefore, 2)
+        XCTAssertEqual(plain.change.objectsAfter, 2)
+        XCTAssertEqual(plain.change.bytesBefore, 30)
+        XCTAssertEqual(plain.change.bytesAfter, 60)
+        XCTAssertEqual(plain.change.added, HeapDiff.Amount(objects: 1, bytes: 40))
+        XCTAssertEqual(plain.change.removed, HeapDiff.Amount(objects: 1, bytes: 10))
+        let model = try XCTUnwrap(diff.entries.first { $0.typeName == "App.Model" })
+        XCTAssertEqual(model.change.added, HeapDiff.Amount(objects: 1, bytes: 60))
+        XCTAssertEqual(model.change.removed, HeapDiff.Amount(objects: 1, bytes: 30))
+        XCTAssertEqual(model.change.bytesDelta, 30)
+        // Equal changes (+30 B each, same before and after): a stable order, untyped first.
+        XCTAssertEqual(diff.entries.map(\.typeName), [nil, "App.Model"])
+        XCTAssertEqual(diff.types.map(\.typeName), ["App.Model"])
+        XCTAssertEqual(diff.totals.change.bytesDelta, 60)
+        XCTAssertEqual(diff.totals.change.added, HeapDiff.Amount(objects: 2, bytes: 100))
+
+        // start → end: everything live at the end was added.
+        let whole = try differ.diff(trace: path, from: .start, to: .end)
+        XCTAssertEqual(whole.totals.change.objectsAfter, 4)
+        XCTAssertEqual(whole.totals.change.added?.objects, 4)
+        XCTAssertEqual(whole.totals.change.removed?.objects, 0)
+
+        // JSON round trip; typeName null is written.
+        let json = try DiffJSON.render(diff)
+        XCTAssertTrue(json.contains("\"typeName\" : null"), json)
+        XCTAssertTrue(json.contains("\"schema\" : \"heapgen-diff/1\""), json)
+        XCTAssertEqual(try DiffJSON.decode(Data(json.utf8)), diff)
+    }
+
+    func testPointErrors() throws {
+        let t = try SyntheticTrace()
+        t.alloc(0xa0, 10)
+        t.mark("x")
+        t.mark("x")
+        let path = try t.finish()
+        XCTAssertThrowsError(try differ.diff(trace: path, from: .label("x"), to: .end)) { error in
+            XCTAssertTrue("\(error)".contains("2 marks are labelled \"x\""), "\(error)")
+        }
+        XCTAssertThrowsError(try differ.diff(trace: path, from: .mark(5), to: .end))
+        XCTAssertThrowsError(try differ.diff(trace: path, from: .end, to: .mark(0)))
+        XCTAssertNoThrow(try differ.diff(trace: path, from: .mark(1), to: .mark(1)))
+        XCTAssertEqual(TracePoint(parsing: "12"), .mark(12))
+        XCTAssertEqual(TracePoint(parsing: "last-mark"), .finalSnapshot)
+        XCTAssertEqual(TracePoint(parsing: "cycle 3"), .label("cycle 3"))
+    }
+
+    /// Two traces with the same (unsymbolized) stacks: matched by frame, types kept apart.
+    func testTwoTracesMatchAndAddedRemovedSites() throws {
+        let a = try SyntheticTrace()
+        a.alloc(0xa0, 10)
+        a.alloc(0xb0, 30, stack: 2, type: 1)
+        a.mark("end of run")
+        let b = try SyntheticTrace()
+        b.alloc(0x1a0, 10)
+        b.alloc(0x1b0, 10)
+        b.alloc(0x1c0, 5, stack: 2)       // same stack, no type: another site
+        b.mark("end of run")
+        let diff = try differ.diff(base: try a.finish(), new: try b.finish(), at: .finalSnapshot)
+        XCTAssertEqual(diff.mode, .traces)
+        XCTAssertEqual(diff.entries.map(\.status), [.removed, .matched, .added])
+        XCTAssertEqual(diff.entries.map(\.change.bytesDelta), [-30, 10, 5])
+        XCTAssertEqual(diff.totals.matchedEntries, 1)
+        XCTAssertNil(diff.totals.change.added)
+        XCTAssertEqual(diff.new.point.label, "end of run")
+    }
+
+    func testProfileGenerationsAndPoints() throws {
+        let t = try SyntheticTrace()
+        t.alloc(0xa0, 10)                 // setup, closed by "start"
+        t.mark("start")
+        t.alloc(0xb0, 20)                 // cycle #1
+        t.alloc(0xb8, 1)
+        t.free(0xb8)
+        t.mark("cycle")
+        t.alloc(0xc0, 30, stack: 2, type: 1)   // cycle #2
+        t.mark("cycle")
+        t.mark("heapgen.settle")          // not a generation boundary
+        t.alloc(0xd0, 40)                 // tail: "end"
+        let path = try t.finish()
+
+        let atEnd = try HeapProfile.load(trace: path)
+        XCTAssertEqual(atEnd.generationNames, ["start", "cycle #1", "cycle #2", "end"])
+        XCTAssertEqual(atEnd.point, .end)
+        let v = atEnd.samples.map { "\(atEnd.generationNames[$0.generation]) \($0.values.allocObjects) \($0.values.allocSpace) \($0.values.inuseObjects) \($0.values.inuseSpace)" }
+        XCTAssertEqual(Set(v), ["start 1 10 1 10", "cycle #1 2 21 1 20", "cycle #2 1 30 1 30", "end 1 40 1 40"])
+
+        // At the final snapshot (the settle mark): the tail allocation is not counted.
+        let settled = try HeapProfile.load(trace: path, at: .finalSnapshot)
+        XCTAssertEqual(settled.point, ResolvedPoint(kind: .mark, index: 3, label: "heapgen.settle"))
+        XCTAssertEqual(settled.samples.map(\.values.inuseSpace).reduce(0, +), 60)
+        XCTAssertEqual(settled.samples.map(\.values.allocObjects).reduce(0, +), 4)
+
+        let atOne = try HeapProfile.load(trace: path, at: .mark(1))
+        XCTAssertEqual(atOne.samples.map(\.values.inuseSpace).reduce(0, +), 30)
+        XCTAssertEqual(atOne.samples.map(\.values.allocSpace).reduce(0, +), 31)
+
+        // The pprof message: 4 sample types, labels, the string table.
+        let symbolication = StackSymbolication(symbolizer: Symbolizer(options: .init(symbolizerPath: "/nonexistent", allowFallbacks: false)))
+        let encoded = PprofExport.encode(atEnd, symbolication: symbolication).bytes
+        let fields = try decode(encoded)
+        let strings = fields.filter { $0.number == 6 }.map { String(decoding: $0.bytes ?? [], as: UTF8.self) }
+        XCTAssertEqual(strings.first, "")
+        let types = try fields.filter { $0.number == 1 }.map { try decode($0.bytes ?? []).map { strings[Int($0.varint ?? 0)] } }
+        XCTAssertEqual(types, [["alloc_objects", "count"], ["alloc_space", "bytes"], ["inuse_objects", "count"], ["inuse_space", "bytes"]])
+        XCTAssertEqual(fields.filter { $0.number == 2 }.count, 4, "one sample per site and generation")
+        let defaultType = try XCTUnwrap(fields.first { $0.number == 14 }?.varint)
+        XCTAssertEqual(strings[Int(defaultType)], "inuse_space")
+        XCTAssertTrue(strings.contains("App.Model") && strings.contains("generation") && strings.contains("type"))
+
+        // Collapsed: outermost first, frames without modules named by address.
+        let collapsed = CollapsedExport.render(atEnd, sample: .inuseSpace, symbolication: symbolication).text
+        XCTAssertEqual(collapsed, "0x2000;0x1000 70\n0x2000;0x1100 30\n")
+    }
+}
