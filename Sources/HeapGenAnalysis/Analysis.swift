@@ -5,9 +5,11 @@ import HeapGenTrace
 /// Everything a generation analysis found in one trace: totals, the per-generation
 /// table, the findings, and the sites, stacks, types and modules needed to report them.
 ///
-/// Kept small: ``sites`` holds the sites of findings plus the top
+/// Kept small when encoded: ``sites`` holds the sites of findings plus the top
 /// ``AnalysisOptions/maxSites`` by live bytes at exit and by peak bytes; ``stacks`` holds
-/// the frames of the stacks those sites use.
+/// the frames of the stacks those sites use. An analysis made by ``GenerationAnalyzer``
+/// also keeps the live counts of *every* site at the marks (sparse) and every stack
+/// definition, for ``regrouped(by:)``; those are not encoded, and equality ignores them.
 public struct Analysis: Codable, Sendable, Equatable {
     /// The options the analysis ran with (``AnalysisOptions/unreachable`` is not kept).
     public var options: AnalysisOptions
@@ -23,7 +25,9 @@ public struct Analysis: Codable, Sendable, Equatable {
     public var cycles: Int
     /// Cycles after the warm-up, judged for growth. Growth findings need at least 2.
     public var judgedCycles: Int
-    /// Abandoned, then leaked, then cache findings (see ``Finding/reportOrder(_:_:)``).
+    /// Abandoned, then leaked, then cache findings (see ``Finding/reportOrder(_:_:)``), each
+    /// site (raw stack and type) judged alone; ``regrouped(by:)`` judges sites of one source
+    /// call together.
     public var findings: [Finding]
     /// Sites of findings plus the top sites by live bytes at exit and by peak bytes;
     /// ordered by live bytes at exit, peak bytes, stack id, type id.
@@ -47,6 +51,13 @@ public struct Analysis: Codable, Sendable, Equatable {
     public var end: EndRecord?
     /// Caveats: too few cycles to judge, lost events, ignored marks...
     public var notes: [String]
+    /// The curves of every site, for ``regrouped(by:)``. Neither encoded nor compared.
+    var regrouping = RegroupingData()
+
+    private enum CodingKeys: String, CodingKey {
+        case options, totals, marks, snapshot, generations, cycles, judgedCycles, findings, sites, siteCount
+        case typeRollups, typeNames, stacks, stackRecordIndices, modules, process, end, notes
+    }
 
     init(options: AnalysisOptions, totals: AnalysisTotals, marks: [GenerationMark], snapshot: SnapshotPoint,
          generations: [GenerationStats], cycles: Int, judgedCycles: Int, findings: [Finding],

@@ -98,30 +98,31 @@ extension GenerationAnalyzer {
         var rollups: [UInt32: (rollup: TypeRollup, objects: [Int], bytes: [Int])] = [:]
         var curve = SiteCurve(objects: [Int](repeating: 0, count: markCount),
                               bytes: [Int](repeating: 0, count: markCount), snapshotObjects: 0, snapshotBytes: 0)
+        var exitLive = [ObjectsAndBytes](repeating: ObjectsAndBytes(), count: sites.count)
+        var candidates: [UInt32] = []
         for s in sites.indices {
             let site = sites[s]
-            fillCurve(&curve, site: s, ordinary: ordinary, snapshotMark: snapshotMark)
-            snapshotLive[s] = ObjectsAndBytes(objects: curve.snapshotObjects, bytes: curve.snapshotBytes)
-            let verdict = Classifier.judge(curve, options: options)
-            var kind = verdict.kind
-            if unreachable != nil && site.liveObjects > 0 && unreachableObjects[s] == site.liveObjects {
-                kind = .leaked
+            exitLive[s] = ObjectsAndBytes(objects: site.liveObjects, bytes: site.liveBytes)
+            for j in 0..<markCount {
+                curve.objects[j] = 0
+                curve.bytes[j] = 0
             }
-            if let kind {
+            curve.snapshotObjects = 0
+            curve.snapshotBytes = 0
+            curve.add(series[s], ordinary: ordinary, snapshotMark: snapshotMark, liveAtEnd: exitLive[s])
+            snapshotLive[s] = ObjectsAndBytes(objects: curve.snapshotObjects, bytes: curve.snapshotBytes)
+            if curve.snapshotObjects != 0 || curve.snapshotBytes != 0 || (unreachable != nil && site.liveObjects > 0)
+                || curve.objects.contains(where: { $0 != 0 }) || curve.bytes.contains(where: { $0 != 0 }) {
+                candidates.append(UInt32(s))
+            }
+            let verdict = Classifier.judge(curve, options: options)
+            let totals = SiteTotals(survivors: survivors[s], exit: exitLive[s],
+                                    unreachableObjects: unreachable == nil ? 0 : unreachableObjects[s])
+            if let kind = Classifier.kind(verdict, totals: totals, leakClassification: unreachable != nil) {
                 behaviors[s] = AllocationSite.Behavior(rawValue: kind.rawValue)!
-                findings.append(Finding(
-                    kind: kind, stackID: site.stack, typeID: site.type, typeName: typeNames[site.type],
-                    cycles: verdict.judgedCycles, cyclesWithGrowth: verdict.cyclesWithGrowth,
-                    objectsPerCycle: verdict.objectDeltas, bytesPerCycle: verdict.byteDeltas,
-                    survivingObjects: UInt64(clamping: survivors[s].objects),
-                    survivingBytes: UInt64(clamping: survivors[s].bytes),
-                    averageBytesPerCycle: verdict.averageBytesPerCycle,
-                    averageObjectsPerCycle: verdict.averageObjectsPerCycle,
-                    firstCycleWithGrowth: verdict.firstCycleWithGrowth,
-                    snapshotObjects: UInt64(clamping: curve.snapshotObjects),
-                    snapshotBytes: UInt64(clamping: curve.snapshotBytes),
-                    liveAtExitObjects: UInt64(clamping: site.liveObjects),
-                    liveAtExitBytes: UInt64(clamping: site.liveBytes)))
+                findings.append(Finding(kind: kind, stackID: site.stack, typeID: site.type,
+                                        typeName: typeNames[site.type], verdict: verdict, curve: curve,
+                                        totals: totals))
             } else if verdict.aboveSetupAtSnapshot {
                 behaviors[s] = .grown
             } else if markCount > 0 && epochGeneration[Int(site.peakEpoch)] >= 1 && site.peakBytes > curve.bytes[0] {
@@ -244,7 +245,26 @@ extension GenerationAnalyzer {
 
         var keptOptions = options
         keptOptions.unreachable = nil
-        return Analysis(
+        candidates.sort { a, b in
+            let x = sites[Int(a)], y = sites[Int(b)]
+            return x.stack != y.stack ? x.stack < y.stack : x.type < y.type
+        }
+        var regrouping = RegroupingData()
+        regrouping.isAvailable = true
+        regrouping.ordinary = ordinary
+        regrouping.snapshotMark = snapshotMark
+        regrouping.leakClassification = unreachable != nil
+        regrouping.stacks = sites.map(\.stack)
+        regrouping.types = sites.map(\.type)
+        regrouping.series = series
+        regrouping.snapshot = snapshotLive
+        regrouping.survivors = survivors
+        regrouping.exit = exitLive
+        regrouping.unreachable = unreachableObjects
+        regrouping.candidates = candidates
+        regrouping.stackFrames = stackFrames
+        regrouping.stackRecords = stackRecords
+        var analysis = Analysis(
             options: keptOptions, totals: totals, marks: allMarks, snapshot: snapshot, generations: generations,
             cycles: cycles, judgedCycles: judged, findings: findings, sites: keptSites, siteCount: sites.count,
             typeRollups: typeRollups, typeNames: typeNames, stacks: stacks, stackRecordIndices: stackPositions,
@@ -252,33 +272,7 @@ extension GenerationAnalyzer {
             process: process ?? ProcessRecord(pid: 0, ppid: 0, origin: .root, executable: "", arguments: [],
                                               startUnixNanoseconds: 0),
             end: end, notes: notes)
-    }
-
-    /// Fills `curve` with site `s`'s live counts at the ordinary marks and at the snapshot.
-    private func fillCurve(_ curve: inout SiteCurve, site s: Int, ordinary: [Int], snapshotMark: Int?) {
-        let points = series[s]
-        var p = 0
-        var objects = 0, bytes = 0
-        for (j, mark) in ordinary.enumerated() {
-            while p < points.count && Int(points[p].mark) <= mark {
-                objects = points[p].objects
-                bytes = points[p].bytes
-                p += 1
-            }
-            curve.objects[j] = objects
-            curve.bytes[j] = bytes
-        }
-        if let snapshotMark {
-            curve.snapshotObjects = 0
-            curve.snapshotBytes = 0
-            for point in points {
-                if Int(point.mark) > snapshotMark { break }
-                curve.snapshotObjects = point.objects
-                curve.snapshotBytes = point.bytes
-            }
-        } else {
-            curve.snapshotObjects = sites[s].liveObjects
-            curve.snapshotBytes = sites[s].liveBytes
-        }
+        analysis.regrouping = regrouping
+        return analysis
     }
 }

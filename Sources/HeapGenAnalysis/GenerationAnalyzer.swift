@@ -25,6 +25,9 @@ import HeapGenTrace
 ///   follows its own `free(.realloc)` of that address. Agrees with ``TraceSummary`` on consistent traces.
 /// - A free of an address that is not live is counted in ``AnalysisTotals/untrackedFrees``.
 /// - **Sites** are (stack id, type id) pairs; see ``AllocationSite`` and ``TypeRollup``.
+///   The analysis keeps the live counts of every site at the marks, so that sites a caller
+///   knows to be one (a source call the compiler duplicated) can be judged together:
+///   ``Analysis/regrouped(by:)``.
 /// - **Classification** (growth findings) is described on ``Finding/Kind``. A cycle *grows*
 ///   when the site's live objects or bytes at its closing mark exceed those at its opening
 ///   mark (subject to the thresholds of ``AnalysisOptions``).

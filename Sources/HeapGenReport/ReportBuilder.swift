@@ -9,7 +9,8 @@ import HeapGenTrace
 /// Every frame address is mapped to the module that held it when its stack was defined
 /// (the module map replayed to ``Analysis/stackRecordIndices``), so a library unloaded and
 /// another loaded at the same place later does not mix up names. All frames of all
-/// findings and of the largest live-at-exit sites are symbolicated in one batch; every
+/// findings, of every site that can change a finding once sites of one source path are
+/// summed, and of the largest live-at-exit sites are symbolicated in one batch; every
 /// frame is a return address (frame 0 too: the shim records the return address into the
 /// caller of `malloc`). Inlined frames are kept.
 ///
@@ -41,11 +42,16 @@ public struct ReportBuilder {
 
     /// The report of `analysis`, made from the trace at `trace`; `otherTraces` are the traces
     /// of the recording's forked children and exec'd programs.
+    ///
+    /// Findings are judged per source path: the stacks of every site that can change a
+    /// verdict (``Analysis/regroupingCandidates``) are symbolicated, sites whose stacks are one
+    /// source path (``SourceSites``) are summed and judged as one site
+    /// (``Analysis/regrouped(by:)``), so a call the compiler duplicated reads like the source.
     public func build(_ analysis: Analysis, trace: String, otherTraces: [String] = []) -> Report {
         var notes = analysis.notes
 
-        // The sites to show: every finding, and the largest live at exit (a few more than
-        // listed, since sites on one source path are merged).
+        // The largest sites live at exit (a few more than listed, since sites on one source
+        // path are merged).
         let liveSites = analysis.sites
             .filter { $0.liveAtExitObjects > 0 }
             .sorted { a, b in
@@ -55,26 +61,24 @@ public struct ReportBuilder {
                 return a.typeID < b.typeID
             }
             .prefix(Self.maxLiveSites * 5)
+        // Stacks to symbolicate: every finding, every site that can change a verdict once
+        // grouped, and the live sites.
         var stackIDs: [UInt32] = []
         var seenStacks = Set<UInt32>()
-        for id in analysis.findings.map(\.stackID) + liveSites.map(\.stackID) where seenStacks.insert(id).inserted {
-            stackIDs.append(id)
+        for id in analysis.findings.map(\.stackID) where seenStacks.insert(id).inserted { stackIDs.append(id) }
+        for site in analysis.regroupingCandidates where seenStacks.insert(site.stackID).inserted {
+            stackIDs.append(site.stackID)
         }
+        for id in liveSites.map(\.stackID) where seenStacks.insert(id).inserted { stackIDs.append(id) }
 
         let symbolicated = symbolicate(stackIDs, of: analysis)
         notes += symbolicated.notes
         let frames = symbolicated.frames
 
-        let perSite = analysis.findings.sorted(by: HeapGenAnalysis.Finding.reportOrder).map { f -> Report.Finding in
-            let stack = frames[f.stackID] ?? []
-            return Report.Finding(
-                kind: Report.Finding.Kind(f.kind), typeName: f.typeName, frames: stack,
-                userFrame: OwnCode.firstUserFrame(stack), cycles: f.cycles, cyclesWithGrowth: f.cyclesWithGrowth,
-                objectsPerCycle: f.objectsPerCycle, bytesPerCycle: f.bytesPerCycle,
-                averageBytesPerCycle: Int(f.averageBytesPerCycle.rounded()),
-                survivingObjects: f.survivingObjects, survivingBytes: f.survivingBytes)
+        let findings = Self.findings(of: analysis, frames: frames)
+        if !analysis.canRegroup && !findings.isEmpty {
+            notes.append("The analysis has no site curves (it was decoded): each stack is judged alone, so a call the compiler duplicated may show as several findings.")
         }
-        let findings = SourceSites.merge(perSite)
         let sites = SourceSites.merge(liveSites.map {
             Report.Site(typeName: $0.typeName, objects: $0.liveAtExitObjects, bytes: $0.liveAtExitBytes,
                         frames: frames[$0.stackID] ?? [])
@@ -117,6 +121,43 @@ public struct ReportBuilder {
             otherTraces: otherTraces, notes: notes)
     }
 
+    /// The findings of `analysis` with the sites of one source path judged as one, in report
+    /// order; `frames` are the symbolicated stacks (a site whose stack is not there stays alone).
+    static func findings(of analysis: Analysis, frames: [UInt32: [Report.Frame]]) -> [Report.Finding] {
+        var paths: [[String]: Int] = [:]
+        var pathOfStack: [UInt32: Int] = [:]   // -1: the stack stays alone
+        let grouped = analysis.regrouped { stackID, typeID -> SourceSites.Key? in
+            let path: Int
+            if let known = pathOfStack[stackID] {
+                path = known
+            } else {
+                if let key = frames[stackID].flatMap(SourceSites.pathKey) {
+                    if let i = paths[key] {
+                        path = i
+                    } else {
+                        path = paths.count
+                        paths[key] = path
+                    }
+                } else {
+                    path = -1
+                }
+                pathOfStack[stackID] = path
+            }
+            guard path >= 0 else { return nil }
+            return SourceSites.Key(path: path, typeID: typeID, typeName: analysis.typeNames[typeID])
+        }
+        return grouped.map { group in
+            let f = group.finding
+            let stack = frames[f.stackID] ?? []
+            return Report.Finding(
+                kind: Report.Finding.Kind(f.kind), typeName: f.typeName, frames: stack,
+                userFrame: OwnCode.firstUserFrame(stack), cycles: f.cycles, cyclesWithGrowth: f.cyclesWithGrowth,
+                objectsPerCycle: f.objectsPerCycle, bytesPerCycle: f.bytesPerCycle,
+                averageBytesPerCycle: Int(f.averageBytesPerCycle.rounded()),
+                survivingObjects: f.survivingObjects, survivingBytes: f.survivingBytes)
+        }
+    }
+
     /// Symbolicates the frames of `stackIDs` in one batch.
     func symbolicate(_ stackIDs: [UInt32], of analysis: Analysis)
         -> (frames: [UInt32: [Report.Frame]], notes: [String]) {
@@ -129,24 +170,17 @@ public struct ReportBuilder {
         var requests: [SymbolizationRequest] = []
         /// Per stack, per raw frame: the request index, or the address when no module held it.
         var plans: [UInt32: [(request: Int?, address: UInt64)]] = [:]
-        var modulesByRecord: [UInt64: [UInt64: Module]] = [:]   // record index → address → module
-        for id in stackIDs {
-            let addresses = analysis.stacks[id] ?? []
-            let record = analysis.stackRecordIndices[id] ?? UInt64.max
-            var memo = modulesByRecord[record] ?? [:]
+        // Stacks in the order they were defined, so that the module map is replayed once.
+        let ordered = stackIDs.map { ($0, analysis.recordIndex(ofStack: $0) ?? UInt64.max) }
+            .sorted { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }
+        var modules = ModuleMap(events: analysis.modules)
+        for (id, record) in ordered {
+            let addresses = analysis.frames(ofStack: id) ?? []
+            modules.advance(to: record)
             var plan: [(request: Int?, address: UInt64)] = []
             plan.reserveCapacity(addresses.count)
             for address in addresses {
-                let module: Module?
-                if let known = memo[address] {
-                    module = known
-                } else if let m = analysis.module(containing: address, atRecord: record) {
-                    module = Module(path: m.path, buildID: m.buildID, loadBias: m.loadBias)
-                    memo[address] = module
-                } else {
-                    module = nil
-                }
-                guard let module else {
+                guard let module = modules.module(containing: address) else {
                     plan.append((nil, address))
                     continue
                 }
@@ -159,7 +193,6 @@ public struct ReportBuilder {
                     requests.append(SymbolizationRequest(module: module, address: address, isReturnAddress: true))
                 }
             }
-            modulesByRecord[record] = memo
             plans[id] = plan
         }
 
@@ -179,7 +212,8 @@ public struct ReportBuilder {
 
         var out: [UInt32: [Report.Frame]] = [:]
         var unmapped = 0
-        for id in stackIDs {
+        var reported = Set<UInt32>()
+        for id in stackIDs where reported.insert(id).inserted {
             var frames: [Report.Frame] = []
             for step in plans[id] ?? [] {
                 guard let r = step.request else {
@@ -199,6 +233,53 @@ public struct ReportBuilder {
             notes.append("\(unmapped) frame address\(unmapped == 1 ? " was" : "es were") in no recorded module (generated code?): shown without a module.")
         }
         return (out, notes)
+    }
+}
+
+/// The modules mapped at a point of the trace, replayed forward through its module events
+/// (as ``Analysis/module(containing:atRecord:)`` does, without starting over for every stack).
+struct ModuleMap {
+    let events: [ModuleEvent]
+    var next = 0
+    /// Loaded modules, oldest first.
+    var loaded: [ModuleRecord] = []
+    /// Answers since the last change of `loaded`.
+    var memo: [UInt64: Module?] = [:]
+
+    init(events: [ModuleEvent]) {
+        self.events = events
+    }
+
+    /// Applies the events before record `recordIndex` not applied yet (positions only grow).
+    mutating func advance(to recordIndex: UInt64) {
+        while next < events.count && events[next].recordIndex < recordIndex {
+            let event = events[next]
+            switch event.kind {
+            case .load:
+                if let module = event.module { loaded.append(module) }
+            case .unload:
+                if let i = loaded.lastIndex(where: { $0.loadBias == event.loadBias }) { loaded.remove(at: i) }
+            }
+            memo.removeAll(keepingCapacity: true)
+            next += 1
+        }
+    }
+
+    /// The latest loaded module with `address` in one of its segments.
+    mutating func module(containing address: UInt64) -> Module? {
+        if let known = memo[address] { return known }
+        var found: Module?
+        search: for m in loaded.reversed() {
+            for segment in m.segments {
+                let start = m.loadBias &+ segment.vaddr
+                if address >= start && address - start < segment.memsz {
+                    found = Module(path: m.path, buildID: m.buildID, loadBias: m.loadBias)
+                    break search
+                }
+            }
+        }
+        memo[address] = found
+        return found
     }
 }
 

@@ -161,15 +161,15 @@ public enum TextReport {
         return lines
     }
 
-    /// Up to ``maxFindings`` findings in detail, then one line for the rest. Findings that
-    /// read the same (title and shown stack) are merged into one entry with their deltas
-    /// summed, as ``SourceSites`` does with stacks that agree on every frame.
+    /// Up to ``maxFindings`` findings in detail, then one line for the rest. Findings (of one
+    /// kind) that read the same (title and shown stack: their stacks differ only in the runtime
+    /// frames above the user frame) are shown as one entry with their deltas summed.
     static func growthFindings(_ findings: [Report.Finding], _ style: TextStyle) -> [String] {
         var merged: [(finding: Report.Finding, sites: Int, key: [String])] = []
         for f in findings {
             let key = [title(f)] + stack(f.frames, from: f.userFrame, TextStyle(enabled: false))
             if let i = merged.firstIndex(where: { $0.key == key }) {
-                merged[i].finding = SourceSites.combine(merged[i].finding, f)
+                merged[i].finding = summed(merged[i].finding, f)
                 merged[i].sites += 1
             } else {
                 merged.append((f, 1, key))
@@ -185,6 +185,28 @@ public enum TextReport {
             lines.append(style.dim("  … \(HumanUnits.plural(rest.count, "more site")), \(HumanUnits.signedBytes(perCycle)) per cycle together (--format json lists every site)"))
         }
         return lines
+    }
+
+    /// Two findings of one kind shown as one entry: deltas and survivors summed, the cycles
+    /// with growth and the average recounted on the sums; frames of the first.
+    static func summed(_ a: Report.Finding, _ b: Report.Finding) -> Report.Finding {
+        func add(_ x: [Int], _ y: [Int]) -> [Int] {
+            (0..<max(x.count, y.count)).map { (x.indices.contains($0) ? x[$0] : 0) + (y.indices.contains($0) ? y[$0] : 0) }
+        }
+        var c = a
+        c.cycles = max(a.cycles, b.cycles)
+        c.objectsPerCycle = add(a.objectsPerCycle, b.objectsPerCycle)
+        c.bytesPerCycle = add(a.bytesPerCycle, b.bytesPerCycle)
+        let judged = max(0, min(c.cycles, c.objectsPerCycle.count))
+        let start = c.objectsPerCycle.count - judged
+        c.cyclesWithGrowth = (start..<c.objectsPerCycle.count).filter {
+            c.objectsPerCycle[$0] > 0 || c.bytesPerCycle[$0] > 0
+        }.count
+        let judgedBytes = c.bytesPerCycle[start...].reduce(0, +)
+        c.averageBytesPerCycle = judged > 0 ? Int((Double(judgedBytes) / Double(judged)).rounded()) : 0
+        c.survivingObjects = a.survivingObjects + b.survivingObjects
+        c.survivingBytes = a.survivingBytes + b.survivingBytes
+        return c
     }
 
     static func growthFinding(_ f: Report.Finding, number: Int, sites: Int = 1, _ style: TextStyle) -> [String] {

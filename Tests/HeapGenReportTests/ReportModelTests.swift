@@ -281,24 +281,67 @@ final class SourceSitesTests: XCTestCase {
                                    survivingObjects: UInt64(objects.dropFirst().reduce(0, +)), survivingBytes: 0)
     }
 
-    /// gcc peels the first iteration: a cache copy (cycle 1) and an abandoned copy (cycles 2…).
-    func testPeeledCopiesMergeIntoOneAbandonedSite() {
-        let peeled = Self.finding(.cache, objects: [3, 0, 0, 0, 0], address: 0x1000)
-        let loop = Self.finding(.abandoned, objects: [0, 3, 3, 3, 3], address: 0x2000)
-        let merged = SourceSites.merge([loop, peeled])
-        XCTAssertEqual(merged.count, 1)
-        XCTAssertEqual(merged[0].kind, .abandoned)
-        XCTAssertEqual(merged[0].objectsPerCycle, [3, 3, 3, 3, 3])
-        XCTAssertEqual(merged[0].cyclesWithGrowth, 4)
-        XCTAssertEqual(merged[0].averageBytesPerCycle, 192)
-        XCTAssertEqual(merged[0].frames.first?.address, 0x2000)
+    /// Symbolicated frames of a stack through `leak_session` (line 32, `column`) called from main.
+    static func frames(address: UInt64, column: Int = 5, function: String? = "leak_session") -> [ModelReport.Frame] {
+        finding(.abandoned, objects: [1], column: column, address: address, function: function).frames
     }
 
-    func testDifferentColumnsOrUnknownFunctionsDoNotMerge() {
-        XCTAssertEqual(SourceSites.merge([Self.finding(.abandoned, objects: [1, 1, 1], column: 5),
-                                          Self.finding(.abandoned, objects: [1, 1, 1], column: 9)]).count, 2)
-        XCTAssertEqual(SourceSites.merge([Self.finding(.abandoned, objects: [1, 1, 1], address: 1, function: nil),
-                                          Self.finding(.abandoned, objects: [1, 1, 1], address: 2, function: nil)]).count, 2)
+    /// gcc peels the first iteration: stack 1 allocates in cycle 1 only (alone a cache), stack 2
+    /// from cycle 2 on (alone abandoned, missing cycle 1). Their frames are one source path, so
+    /// the report judges them as one site; stack 3 (another column) and stacks without function
+    /// names stay apart.
+    func testSitesOfOneSourcePathAreJudgedAsOne() throws {
+        var a = GenerationAnalyzer()
+        for id: UInt32 in 1...6 { a.consume(.stack(id: id, frames: [0x1000 * UInt64(id)])) }
+        var address: UInt64 = 0x100000
+        func alloc(_ stack: UInt32, _ size: UInt64 = 64) {
+            address += 0x100
+            a.consume(.allocation(function: .malloc, address: address, size: size, stack: stack, type: 0))
+        }
+        a.consume(.mark(label: "start", timeNanoseconds: 1, origin: .program))
+        for cycle in 1...5 {
+            for _ in 0..<3 { alloc(cycle == 1 ? 1 : 2) }
+            alloc(3, 8)
+            alloc(cycle == 1 ? 4 : 5, 16)
+            if cycle == 1 { alloc(6, 32) }
+            a.consume(.mark(label: "cycle", timeNanoseconds: UInt64(cycle + 1), origin: .program))
+        }
+        let analysis = a.finish()
+        XCTAssertEqual(analysis.findings.count, 6, "\(analysis.findings)")
+
+        let frames: [UInt32: [ModelReport.Frame]] = [
+            1: Self.frames(address: 0x1000), 2: Self.frames(address: 0x2000), 3: Self.frames(address: 0x3000, column: 9),
+            4: Self.frames(address: 0x4000, function: nil), 5: Self.frames(address: 0x5000, function: nil),
+        ]   // stack 6: not symbolicated, stays alone
+        let findings = ReportBuilder.findings(of: analysis, frames: frames)
+        XCTAssertEqual(findings.map(\.kind), [.abandoned, .abandoned, .abandoned, .cache, .cache], "\(findings)")
+        let leak = findings[0]
+        XCTAssertEqual(leak.frames.first?.address, 0x2000, "frames of the copy with the survivors")
+        XCTAssertEqual(leak.objectsPerCycle, [3, 3, 3, 3, 3])
+        XCTAssertEqual(leak.bytesPerCycle, [192, 192, 192, 192, 192])
+        XCTAssertEqual(leak.cyclesWithGrowth, 4)
+        XCTAssertEqual(leak.averageBytesPerCycle, 192)
+        XCTAssertEqual(leak.survivingObjects, 12)
+        XCTAssertEqual(leak.userFrame, 0)
+        XCTAssertEqual(findings[1].frames.first?.address, 0x5000, "no function names: no merge")
+        XCTAssertEqual(findings[1].objectsPerCycle, [0, 1, 1, 1, 1])
+        XCTAssertEqual(findings[2].frames.first?.address, 0x3000, "another column")
+        XCTAssertEqual(findings[3].frames.first?.address, 0x4000)
+        XCTAssertEqual(findings[4].frames, [], "no frames: alone")
+        XCTAssertEqual(findings[4].objectsPerCycle, [1, 0, 0, 0, 0])
+    }
+
+    func testSourcePathKeys() {
+        let f = Self.frames(address: 1), g = Self.frames(address: 2)
+        XCTAssertEqual(SourceSites.pathKey(f), SourceSites.pathKey(g))
+        XCTAssertNotEqual(SourceSites.pathKey(f), SourceSites.pathKey(Self.frames(address: 1, column: 9)))
+        XCTAssertNotEqual(SourceSites.pathKey(Self.frames(address: 1, function: nil)),
+                          SourceSites.pathKey(Self.frames(address: 2, function: nil)))
+        XCTAssertNil(SourceSites.pathKey([]))
+        let named = SourceSites.Key(path: 0, typeID: 1, typeName: "App.Model")
+        XCTAssertEqual(named, SourceSites.Key(path: 0, typeID: 2, typeName: "App.Model"), "one name, one type")
+        XCTAssertNotEqual(SourceSites.Key(path: 0, typeID: 1, typeName: nil), SourceSites.Key(path: 0, typeID: 2, typeName: nil))
+        XCTAssertNotEqual(named, SourceSites.Key(path: 1, typeID: 1, typeName: "App.Model"))
     }
 
     func testLiveSitesMergeAndSort() {
