@@ -68,19 +68,21 @@ let package = Package(
         // Generation diffs (between marks, between traces) and exports (pprof, collapsed).
         .target(
             name: "HeapGenDiff",
-            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace"]
+            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenReport"]
         ),
         .target(
             name: "HeapGenExport",
-            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace"]
+            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenReport", "HeapGenDiff"]
         ),
+        // CI leak gates: --fail-on, suppressions, baselines, JUnit / Markdown / SARIF.
+        .target(name: "HeapGenGate", dependencies: ["HeapGenReport"]),
         // Asks the running collector for a verdict from inside a test process.
         .target(name: "HeapGenTesting", dependencies: ["HeapGen"]),
         .executableTarget(
             name: "heapgen",
             dependencies: [
                 "HeapGenRecord", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport",
-                "HeapGenDiff", "HeapGenExport",
+                "HeapGenDiff", "HeapGenExport", "HeapGenGate",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -94,6 +96,7 @@ let package = Package(
         ),
         .testTarget(name: "HeapGenTraceTests", dependencies: ["HeapGenTrace"]),
         .testTarget(name: "HeapGenReportTests", dependencies: ["HeapGenReport"], exclude: ["Fixtures"]),
+        .testTarget(name: "HeapGenGateTests", dependencies: ["HeapGenGate", "HeapGenReport"], exclude: ["Fixtures"]),
         .testTarget(
             name: "HeapGenDiffExportTests",
             dependencies: ["HeapGenDiff", "HeapGenExport", "HeapGenTrace"],

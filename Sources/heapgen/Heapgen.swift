@@ -14,6 +14,6 @@ struct Heapgen: ParsableCommand {
             its stack, including forked children and exec'd programs, into trace files) \
             followed by heapgen report; info and dump read traces too.
             """,
-        subcommands: [RunCommand.self, RecordCommand.self, ReportCommand.self, MarkCommand.self, InfoCommand.self, DumpCommand.self]
+        subcommands: [RunCommand.self, RecordCommand.self, ReportCommand.self, CheckCommand.self, MarkCommand.self, InfoCommand.self, DumpCommand.self, DiffCommand.self, ExportCommand.self]
     )
 }

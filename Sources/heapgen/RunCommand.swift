@@ -1,4 +1,5 @@
 import ArgumentParser
+import HeapGenGate
 import HeapGenRecord
 import HeapGenReport
 import HeapGenTrace
@@ -23,7 +24,9 @@ struct RunCommand: ParsableCommand {
 
             heapgen exits with the program's status (128+N if signal N killed it); its own \
             failures are 64 (usage), 125 (heapgen failed), 126 (the program cannot be traced) \
-            and 127 (not found).
+            and 127 (not found). With a gate (--fail-on, --max-bytes-per-cycle, \
+            --max-live-at-exit) it exits 23 when the gate fails, after the program has exited \
+            and its output is complete; the verdict goes to standard error.
             """
     )
 
@@ -57,6 +60,8 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup(title: "Report options") var report: ReportOptions
 
+    @OptionGroup(title: "Gate options") var gate: GateOptions
+
     @Argument(parsing: .captureForPassthrough, help: ArgumentHelp(
         "The program to run and its arguments (put them after --).", valueName: "program"))
     var command: [String] = []
@@ -74,6 +79,8 @@ struct RunCommand: ParsableCommand {
         var program = command
         if program.first == "--" { program.removeFirst() }
         guard let name = program.first else { throw ExitCode(ExitCodes.usage) }
+        // Gate files are read before the program runs: a typo costs no run.
+        let policy = gate.isUsed ? try gate.loadPolicy() : nil
 
         // Where the trace goes.
         let temporary = trace == nil
@@ -124,18 +131,23 @@ struct RunCommand: ParsableCommand {
         if removeTraces {
             notes.append("The trace\(written.count > 1 ? "s were temporary files and have" : " was a temporary file and has") been removed (--keep-trace or --trace keeps \(written.count > 1 ? "them" : "it")).")
         }
-        let result: Report
+        var result: Report
         do {
             result = try report.makeReport(trace: subject, otherTraces: others, notes: notes)
         } catch {
             standardError("heapgen: cannot report on \(subject): \(error)\n")
             throw ExitCode(ExitCodes.heapgenFailed)
         }
+        let verdict = policy.map { gate.judge(&result, policy: $0) }
         try report.emit(result)
         if temporary && keepTrace {
             standardError("heapgen: kept the trace \(root)\(others.isEmpty ? "" : " and \(others.count) more next to it")\n")
         }
-        // Issue 4: gates (--fail-on …) will turn findings into an exit status here.
+        // The gate: the program has exited, so its output is complete whatever the verdict.
+        if let verdict {
+            try gate.finish(verdict, report: result)
+            if verdict.failed { throw ExitCode(ExitCodes.gateFailed) }
+        }
         if status != 0 { throw ExitCode(status) }
     }
 

@@ -1,0 +1,109 @@
+// Judging a report against a gate policy.
+
+import HeapGenReport
+
+/// A CI leak gate: decides from a ``Report`` whether a run fails.
+///
+/// ```swift
+/// let policy = GatePolicy(failOn: [.abandoned], maxBytesPerCycle: 1024,
+///                         suppressions: try Suppressions.load(paths: ["lsan.supp"]))
+/// let verdict = Gate.evaluate(report, policy: policy)
+/// if verdict.failed { exit(23) }
+/// ```
+///
+/// Each abandoned or leaked finding is, in this order: suppressed (a rule matches), known (a
+/// baseline entry matches), not gated (its kind is not a criterion), below the limit
+/// (abandoned, ``GatePolicy/maxBytesPerCycle`` or less per cycle), or failing. Caches never fail.
+public enum Gate {
+    /// Judges `report` against `policy`.
+    public static func evaluate(_ report: Report, policy: GatePolicy) -> GateVerdict {
+        let candidates = report.findings.filter { $0.kind == .abandoned || $0.kind == .leaked }
+        let match = policy.baseline?.match(candidates)
+        var uses = policy.suppressions.rules.map {
+            GateVerdict.RuleUse(rule: $0, findings: 0, bytes: 0, liveSites: 0, liveBytes: 0)
+        }
+        var warnings: [String] = []
+
+        var results: [GateVerdict.FindingResult] = []
+        for (i, f) in candidates.enumerated() {
+            let status: GateVerdict.Status
+            if let rule = policy.suppressions.firstMatch(f) {
+                status = .suppressed(rule: rule)
+                uses[rule].findings += 1
+                uses[rule].bytes += f.survivingBytes
+            } else if let entry = match?.entryForFinding[i] {
+                status = .known(entry: entry)
+            } else if f.kind == .abandoned && !policy.failOn.contains(.abandoned) {
+                status = .notGated
+            } else if f.kind == .leaked && !policy.failOn.contains(.leaked) {
+                status = .notGated
+            } else if f.kind == .abandoned && f.averageBytesPerCycle <= policy.maxBytesPerCycle {
+                status = .belowLimit
+            } else {
+                status = .failing
+            }
+            results.append(GateVerdict.FindingResult(finding: f, status: status, signature: BaselineSignature(f)))
+        }
+
+        // Whole-heap growth, less what suppressed and known findings account for.
+        var growth: GateVerdict.Growth?
+        if policy.failOn.contains(.growth) {
+            growth = measureGrowth(report, results: results, limit: policy.maxBytesPerCycle)
+            if growth == nil {
+                warnings.append("growth not judged: \(report.judgedCycles) cycle\(report.judgedCycles == 1 ? "" : "s") after the warm-up")
+            }
+        }
+        if policy.failOn.contains(.abandoned) && report.judgedCycles < 2 {
+            warnings.append("abandoned memory not judged: \(report.judgedCycles) cycle\(report.judgedCycles == 1 ? "" : "s") after the warm-up, 2 needed (mark one generation per cycle)")
+        }
+
+        // Live at exit, less the suppressed sites among those the report lists.
+        var live: GateVerdict.LiveAtExit?
+        if let limit = policy.maxLiveAtExit {
+            var suppressed: UInt64 = 0
+            for site in report.liveAtExit.sites {
+                if let rule = policy.suppressions.firstMatch(frames: site.frames, typeName: site.typeName) {
+                    suppressed += site.bytes
+                    uses[rule].liveSites += 1
+                    uses[rule].liveBytes += site.bytes
+                }
+            }
+            live = GateVerdict.LiveAtExit(totalBytes: report.liveAtExit.bytes, suppressedBytes: suppressed, limit: limit)
+        }
+
+        // Fixed baseline entries: only when there were cycles enough to see the findings.
+        var fixed: [Baseline.Entry] = []
+        if let baseline = policy.baseline, let match {
+            if report.judgedCycles >= 2 {
+                fixed = match.unmatchedEntries.map { baseline.entries[$0] }
+            } else if !baseline.entries.isEmpty {
+                warnings.append("baseline entries not checked for fixes: too few cycles")
+            }
+        }
+
+        return GateVerdict(policy: policy, findings: results, judgedCycles: report.judgedCycles, growth: growth,
+                           liveAtExit: live, ruleUses: uses, fixedEntries: fixed, warnings: warnings)
+    }
+
+    /// The whole heap's mean growth per judged cycle: live bytes at the mark closing the last
+    /// cycle (the final snapshot, unless a settle mark follows it) minus live bytes at the mark
+    /// opening the first judged cycle, over the judged cycles, from the generation table.
+    /// `nil` when no cycle was judged.
+    static func measureGrowth(_ report: Report, results: [GateVerdict.FindingResult], limit: Int) -> GateVerdict.Growth? {
+        let judged = report.judgedCycles
+        guard judged >= 1 else { return nil }
+        let startIndex = report.cycles - judged   // the warm-up's last generation (0: setup)
+        guard let start = report.generations.first(where: { $0.index == startIndex }),
+              let end = report.generations.first(where: { $0.index == report.cycles }) else { return nil }
+        let delta = Int(clamping: end.liveBytes) - Int(clamping: start.liveBytes)
+        let heap = Int((Double(delta) / Double(judged)).rounded())
+        let excused = results.reduce(0) { sum, r in
+            switch r.status {
+            case .suppressed, .known: return sum + max(0, r.finding.averageBytesPerCycle)
+            default: return sum
+            }
+        }
+        return GateVerdict.Growth(startBytes: start.liveBytes, endBytes: end.liveBytes, cycles: judged,
+                                  heapBytesPerCycle: heap, excusedBytesPerCycle: excused, limit: limit)
+    }
+}

@@ -1,0 +1,153 @@
+// The verdict as LeakSanitizer-style lines.
+
+import HeapGenReport
+
+/// Text forms of a ``GateVerdict``: the lines heapgen prints to standard error
+/// (`heapgen: gate failed: …`, `SUMMARY: heapgen: …`), the "Suppressions used" table of
+/// `--print-suppressions`, and notes for the report.
+public enum GateMessages {
+    /// Sites named on one `gate failed` line before `… and N more`.
+    public static let maxSitesPerLine = 5
+
+    /// The verdict: one `heapgen: gate failed: …` line per failed criterion, the suppressed,
+    /// known and fixed findings, warnings, and a final `SUMMARY: heapgen: …` line.
+    public static func verdictLines(_ v: GateVerdict) -> [String] {
+        var lines: [String] = []
+        for kind in [Report.Finding.Kind.abandoned, .leaked] {
+            let failing = v.failing(kind)
+            guard !failing.isEmpty else { continue }
+            lines.append("heapgen: gate failed: " + findingsPhrase(failing, kind) + ": " + siteList(failing.map(\.finding)))
+        }
+        if let g = v.growth, g.failed {
+            lines.append("heapgen: gate failed: " + growthPhrase(g))
+        }
+        if let live = v.liveAtExit, live.failed {
+            lines.append("heapgen: gate failed: " + livePhrase(live))
+        }
+        for r in v.findings {
+            switch r.status {
+            case .suppressed(let rule):
+                let rule = v.policy.suppressions.rules[rule]
+                lines.append("heapgen: suppressed by \(rule)\(ruleOrigin(rule)): \(SiteText.site(r.finding)), \(SiteText.growth(r.finding))")
+            case .known:
+                lines.append("heapgen: known (baseline): \(SiteText.site(r.finding)), \(SiteText.growth(r.finding))")
+            default:
+                break
+            }
+        }
+        for entry in v.fixedEntries {
+            lines.append("heapgen: fixed — remove from the baseline: \(entry.site.isEmpty ? entry.signature.canonicalText : entry.site)")
+        }
+        for warning in v.warnings { lines.append("heapgen: warning: \(warning)") }
+        lines.append("SUMMARY: heapgen: " + summary(v))
+        return lines
+    }
+
+    /// The text after `SUMMARY: heapgen: `: `gate failed: …` or `gate passed: …`.
+    public static func summary(_ v: GateVerdict) -> String {
+        var parts: [String] = []
+        var exceptions: [String] = []
+        let suppressed = v.findings.filter { if case .suppressed = $0.status { return true } else { return false } }.count
+        let known = v.findings.filter { if case .known = $0.status { return true } else { return false } }.count
+        if suppressed > 0 { exceptions.append("\(suppressed) suppressed") }
+        if known > 0 { exceptions.append("\(known) known (baseline)") }
+        if !v.fixedEntries.isEmpty { exceptions.append("\(v.fixedEntries.count) fixed") }
+        let tail = exceptions.isEmpty ? "" : "; " + exceptions.joined(separator: ", ")
+        if v.failed {
+            for kind in [Report.Finding.Kind.abandoned, .leaked] where !v.failing(kind).isEmpty {
+                parts.append(findingsPhrase(v.failing(kind), kind))
+            }
+            if let g = v.growth, g.failed { parts.append(growthPhrase(g)) }
+            if let live = v.liveAtExit, live.failed { parts.append(livePhrase(live)) }
+            return "gate failed: " + parts.joined(separator: ", ") + tail + "."
+        }
+        let policy = v.policy
+        if policy.failOn.contains(.abandoned) {
+            parts.append("no abandoned memory above \(ByteSize.exact(policy.maxBytesPerCycle)) per cycle over \(HumanCount.plural(v.judgedCycles, "cycle"))")
+        }
+        if policy.failOn.contains(.leaked) { parts.append("no leaked sites") }
+        if let g = v.growth {
+            parts.append("live heap \(ByteSize.signed(g.bytesPerCycle)) per cycle (limit \(ByteSize.exact(g.limit)))")
+        }
+        if let live = v.liveAtExit {
+            parts.append("\(ByteSize.exact(live.bytes)) live at exit (limit \(ByteSize.exact(live.limit)))")
+        }
+        if parts.isEmpty { parts.append("no criteria (--fail-on, --max-live-at-exit)") }
+        return "gate passed: " + parts.joined(separator: ", ") + tail + "."
+    }
+
+    /// LeakSanitizer's table: a rule per line with the findings it matched and their bytes.
+    public static func suppressionTable(_ v: GateVerdict) -> [String] {
+        var lines = ["-----------------------------------------------------", "Suppressions used:",
+                     "  count      bytes template"]
+        for use in v.ruleUses {
+            lines.append(pad(String(use.findings), 7) + " " + pad(String(use.bytes), 10) + " " + use.rule.description)
+        }
+        let live = v.ruleUses.filter { $0.liveSites > 0 }
+        if !live.isEmpty {
+            lines.append("Live at exit:")
+            for use in live {
+                lines.append(pad(String(use.liveSites), 7) + " " + pad(String(use.liveBytes), 10) + " " + use.rule.description)
+            }
+        }
+        lines.append("-----------------------------------------------------")
+        return lines
+    }
+
+    /// Notes for the report: suppressed, known and fixed findings, so that the report (text and
+    /// JSON) says what the gate excused.
+    public static func reportNotes(_ v: GateVerdict) -> [String] {
+        var notes: [String] = []
+        for r in v.findings {
+            switch r.status {
+            case .suppressed(let rule):
+                notes.append("Gate: suppressed by \(v.policy.suppressions.rules[rule]): \(SiteText.site(r.finding)).")
+            case .known:
+                notes.append("Gate: known (baseline): \(SiteText.site(r.finding)).")
+            default:
+                break
+            }
+        }
+        for e in v.fixedEntries {
+            notes.append("Gate: fixed — remove from the baseline: \(e.site.isEmpty ? e.signature.canonicalText : e.site).")
+        }
+        return notes
+    }
+
+    // MARK: - Phrases
+
+    /// `2 abandoned sites (+292 B per cycle)`.
+    static func findingsPhrase(_ results: [GateVerdict.FindingResult], _ kind: Report.Finding.Kind) -> String {
+        let perCycle = results.reduce(0) { $0 + $1.finding.averageBytesPerCycle }
+        return "\(HumanCount.plural(results.count, "\(kind.rawValue) site")) (\(ByteSize.signed(perCycle)) per cycle)"
+    }
+
+    /// `live heap grew +292 B per cycle over 7 cycles (limit 1,024 B)`.
+    static func growthPhrase(_ g: GateVerdict.Growth) -> String {
+        var text = "live heap grew \(ByteSize.signed(g.bytesPerCycle)) per cycle over \(HumanCount.plural(g.cycles, "cycle")) (limit \(ByteSize.exact(g.limit))"
+        if g.excusedBytesPerCycle > 0 { text += "; \(ByteSize.exact(g.excusedBytesPerCycle)) per cycle of suppressed or known sites left out" }
+        return text + ")"
+    }
+
+    /// `3,104 B live at exit (limit 1,000 B)`.
+    static func livePhrase(_ live: GateVerdict.LiveAtExit) -> String {
+        var text = "\(ByteSize.exact(live.bytes)) live at exit (limit \(ByteSize.exact(live.limit))"
+        if live.suppressedBytes > 0 { text += "; \(ByteSize.exact(live.suppressedBytes)) suppressed" }
+        return text + ")"
+    }
+
+    /// `A at f (x.c:1); B at g (y.c:2); … and 3 more`.
+    static func siteList(_ findings: [Report.Finding]) -> String {
+        var text = findings.prefix(maxSitesPerLine).map(SiteText.site).joined(separator: "; ")
+        if findings.count > maxSitesPerLine { text += "; … and \(findings.count - maxSitesPerLine) more" }
+        return text
+    }
+
+    static func ruleOrigin(_ rule: Suppressions.Rule) -> String {
+        rule.source.isEmpty ? "" : " (\(SiteText.baseName(rule.source)):\(rule.line))"
+    }
+
+    static func pad(_ s: String, _ width: Int) -> String {
+        String(repeating: " ", count: max(0, width - s.count)) + s
+    }
+}

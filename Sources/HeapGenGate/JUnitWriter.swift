@@ -1,0 +1,122 @@
+// The verdict as JUnit XML, for CI test-report views.
+
+import HeapGenReport
+
+/// Renders a ``GateVerdict`` as JUnit XML (`--junit PATH`).
+///
+/// One `<testsuites>` holding one `<testsuite name="heapgen">` with:
+/// - a testcase per abandoned or leaked finding (`classname` `heapgen.abandoned` or
+///   `heapgen.leaked`, `name` the site, `file`/`line` of the user frame). A failing one has a
+///   `<failure type="abandoned|leaked">` whose message is the site and its growth and whose body
+///   holds the type, the per-cycle series and the stack. Suppressed, known (baseline),
+///   below-limit and not-gated findings pass, with a `<system-out>` saying why.
+/// - a testcase `live heap growth` with `--fail-on growth`, and `live at exit` with
+///   `--max-live-at-exit` (`classname` `heapgen.gate`), failing when the criterion fails.
+/// - when there is no abandoned or leaked finding at all, one passing testcase
+///   `no abandoned memory` (`heapgen.gate`) saying how many cycles were judged, so that a clean
+///   run still shows a test.
+///
+/// Caches are never testcases: they are not failures.
+public enum JUnitWriter {
+    /// The XML document, with a final newline.
+    public static func render(_ v: GateVerdict, report: Report) -> String {
+        var cases: [String] = []
+        var failures = 0
+        for r in v.findings {
+            let f = r.finding
+            var attributes = "classname=\"heapgen.\(f.kind.rawValue)\" name=\"\(escape(SiteText.site(f)))\""
+            if let loc = SiteText.location(f) {
+                attributes += " file=\"\(escape(loc.file))\""
+                if let line = loc.line { attributes += " line=\"\(line)\"" }
+            }
+            var body: String
+            switch r.status {
+            case .failing:
+                failures += 1
+                let limit = f.kind == .abandoned ? " (limit \(ByteSize.exact(v.policy.maxBytesPerCycle)) per cycle)" : ""
+                let message = "\(SiteText.site(f)): \(SiteText.growth(f))\(limit)"
+                body = "      <failure type=\"\(f.kind.rawValue)\" message=\"\(escape(message))\">"
+                    + escape(details(f).joined(separator: "\n")) + "</failure>\n"
+            case .suppressed(let rule):
+                body = systemOut("suppressed by \(v.policy.suppressions.rules[rule]): \(SiteText.growth(f))")
+            case .known:
+                body = systemOut("known (baseline): \(SiteText.growth(f))")
+            case .belowLimit:
+                body = systemOut("below the limit of \(ByteSize.exact(v.policy.maxBytesPerCycle)) per cycle: \(SiteText.growth(f))")
+            case .notGated:
+                body = systemOut("not gated (--fail-on does not include \(f.kind.rawValue)): \(SiteText.growth(f))")
+            }
+            cases.append("    <testcase \(attributes)>\n\(body)    </testcase>\n")
+        }
+        if let g = v.growth {
+            let text = GateMessages.growthPhrase(g)
+            if g.failed { failures += 1 }
+            cases.append(gateCase("live heap growth", failed: g.failed, type: "growth", text: text))
+        }
+        if let live = v.liveAtExit {
+            let text = GateMessages.livePhrase(live)
+            if live.failed { failures += 1 }
+            cases.append(gateCase("live at exit", failed: live.failed, type: "live-at-exit", text: text))
+        }
+        if v.findings.isEmpty {
+            cases.append(gateCase("no abandoned memory", failed: false, type: "abandoned",
+                                  text: "no abandoned or leaked site over \(HumanCount.plural(v.judgedCycles, "judged cycle"))"))
+        }
+        var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        out += "<testsuites name=\"heapgen\" tests=\"\(cases.count)\" failures=\"\(failures)\" errors=\"0\">\n"
+        out += "  <testsuite name=\"heapgen\" tests=\"\(cases.count)\" failures=\"\(failures)\" errors=\"0\" skipped=\"0\">\n"
+        out += "    <properties>\n"
+        out += "      <property name=\"trace\" value=\"\(escape(report.trace))\"/>\n"
+        out += "      <property name=\"program\" value=\"\(escape(report.program.args.joined(separator: " ")))\"/>\n"
+        out += "      <property name=\"judgedCycles\" value=\"\(v.judgedCycles)\"/>\n"
+        out += "    </properties>\n"
+        out += cases.joined()
+        var notes = v.fixedEntries.map { "fixed — remove from the baseline: \($0.site)" }
+        notes += v.warnings.map { "warning: \($0)" }
+        notes.append("SUMMARY: heapgen: " + GateMessages.summary(v))
+        out += "    <system-out>\(escape(notes.joined(separator: "\n")))</system-out>\n"
+        out += "  </testsuite>\n</testsuites>\n"
+        return out
+    }
+
+    /// Type, growth, per-cycle series and stack of a finding, for a failure's body.
+    static func details(_ f: Report.Finding) -> [String] {
+        var lines = ["type: \(f.typeName ?? "(malloc blocks, no Swift type)")",
+                     "growth: \(SiteText.growth(f)), grew in \(f.cyclesWithGrowth) of \(f.cycles) judged cycles",
+                     "bytes per cycle: " + f.bytesPerCycle.map(String.init).joined(separator: " "),
+                     "left behind: \(HumanCount.plural(f.survivingObjects, "object")), \(ByteSize.exact(f.survivingBytes))",
+                     "stack:"]
+        lines += SiteText.stack(f).map { "  " + $0 }
+        return lines
+    }
+
+    static func systemOut(_ text: String) -> String {
+        "      <system-out>\(escape(text))</system-out>\n"
+    }
+
+    static func gateCase(_ name: String, failed: Bool, type: String, text: String) -> String {
+        let body = failed ? "      <failure type=\"\(type)\" message=\"\(escape(text))\">\(escape(text))</failure>\n" : systemOut(text)
+        return "    <testcase classname=\"heapgen.gate\" name=\"\(escape(name))\">\n\(body)    </testcase>\n"
+    }
+
+    /// XML text and attribute escaping; characters XML 1.0 cannot carry become `?`.
+    public static func escape(_ s: String) -> String {
+        var out = ""
+        out.reserveCapacity(s.utf8.count)
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            case "\n", "\t", "\r": out.unicodeScalars.append(scalar)
+            default:
+                let v = scalar.value
+                let valid = (v >= 0x20 && v <= 0xD7FF) || (v >= 0xE000 && v <= 0xFFFD) || v >= 0x10000
+                if valid { out.unicodeScalars.append(scalar) } else { out += "?" }
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,108 @@
+// The verdict as GitHub-flavoured Markdown, for $GITHUB_STEP_SUMMARY.
+
+import HeapGenReport
+
+/// Renders a ``GateVerdict`` as GitHub-flavoured Markdown (`--summary PATH`): a heading with
+/// the verdict, the `SUMMARY` line, a table of the abandoned and leaked findings (status,
+/// kind, type, per-cycle growth, bytes left behind, user frame with file:line), the whole-heap
+/// criteria, fixed baseline entries, and the failing findings' stacks in a `<details>` block.
+public enum MarkdownSummary {
+    /// The Markdown text, ending with a blank line (so that appended summaries stay apart).
+    public static func render(_ v: GateVerdict, report: Report) -> String {
+        var lines: [String] = []
+        lines.append(v.failed ? "### ❌ heapgen: leak gate failed" : "### ✅ heapgen: leak gate passed")
+        lines.append("")
+        lines.append("`\(report.program.args.first.map(SiteText.baseName) ?? report.program.path)` — "
+                     + GateMessages.summary(v).replacingPipes)
+        lines.append("")
+        if !v.findings.isEmpty {
+            lines.append("| status | kind | type | per cycle | left behind | where |")
+            lines.append("|---|---|---|--:|--:|---|")
+            for r in v.findings {
+                let f = r.finding
+                let frame = f.userFrameValue ?? f.frames.first
+                let cells = [status(r, v), f.kind.rawValue, f.typeName.map(code) ?? "—",
+                             cell(SiteText.growth(f).replacingOccurrences(" per cycle", "")),
+                             ByteSize.exact(f.survivingBytes),
+                             frame.map { code(SiteText.functionName($0)) + place($0) } ?? "—"]
+                lines.append("| " + cells.joined(separator: " | ") + " |")
+            }
+            lines.append("")
+        } else {
+            lines.append("No abandoned or leaked memory over \(HumanCount.plural(v.judgedCycles, "judged cycle")).")
+            lines.append("")
+        }
+        if let g = v.growth {
+            lines.append("- \(g.failed ? "❌" : "✅") \(cell(GateMessages.growthPhrase(g)))")
+        }
+        if let live = v.liveAtExit {
+            lines.append("- \(live.failed ? "❌" : "✅") \(cell(GateMessages.livePhrase(live)))")
+        }
+        if v.growth != nil || v.liveAtExit != nil { lines.append("") }
+        if !v.fixedEntries.isEmpty {
+            lines.append("**Fixed — remove from the baseline:**")
+            for e in v.fixedEntries { lines.append("- \(cell(e.site))") }
+            lines.append("")
+        }
+        for w in v.warnings { lines.append("> ⚠️ \(cell(w))") }
+        if !v.warnings.isEmpty { lines.append("") }
+        let failing = v.failingFindings
+        if !failing.isEmpty {
+            lines.append("<details><summary>Stacks of the failing sites</summary>")
+            lines.append("")
+            for r in failing {
+                lines.append("**\(cell(SiteText.site(r.finding)))** — \(cell(SiteText.growth(r.finding)))")
+                lines.append("```")
+                lines += SiteText.stack(r.finding).map { $0.replacingOccurrences("```", "'''") }
+                lines.append("```")
+            }
+            lines.append("</details>")
+            lines.append("")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func status(_ r: GateVerdict.FindingResult, _ v: GateVerdict) -> String {
+        switch r.status {
+        case .failing: return "❌ failing"
+        case .suppressed(let rule): return "🔇 suppressed (" + code(v.policy.suppressions.rules[rule].description) + ")"
+        case .known: return "📌 known (baseline)"
+        case .belowLimit: return "✅ below limit"
+        case .notGated: return "➖ not gated"
+        }
+    }
+
+    /// ` (file:line)` by file base name, else ` (module)`.
+    static func place(_ frame: Report.Frame) -> String {
+        if let file = frame.file { return " (\(cell(SiteText.baseName(file)))\(frame.line.map { ":\($0)" } ?? ""))" }
+        if let module = frame.module { return " (\(cell(SiteText.baseName(module))))" }
+        return ""
+    }
+
+    /// A code span safe inside a table cell (no backticks, pipes escaped, one line).
+    static func code(_ s: String) -> String {
+        "`" + s.replacingOccurrences("`", "'").replacingOccurrences("\n", " ").replacingPipes + "`"
+    }
+
+    /// Text safe inside a table cell: pipes escaped, no newlines, no HTML.
+    static func cell(_ s: String) -> String {
+        s.replacingPipes.replacingOccurrences("\n", " ").replacingOccurrences("<", "&lt;").replacingOccurrences("`", "'")
+    }
+}
+
+extension String {
+    var replacingPipes: String { replacingOccurrences("|", "\\|") }
+
+    /// Replaces every `target` with `replacement` (no Foundation).
+    func replacingOccurrences(_ target: String, _ replacement: String) -> String {
+        guard !target.isEmpty, contains(target) else { return self }
+        var out = ""
+        var rest = self[...]
+        while let r = rest.firstRange(of: target) {
+            out += rest[..<r.lowerBound]
+            out += replacement
+            rest = rest[r.upperBound...]
+        }
+        return out + rest
+    }
+}

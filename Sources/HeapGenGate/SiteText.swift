@@ -1,0 +1,74 @@
+// One-line descriptions of findings for verdicts, JUnit, Markdown and SARIF.
+
+import HeapGenReport
+
+/// How the gate names a finding in one line: `Demo.ProfileViewModel at
+/// ProfileScreen.init(user:) (main.swift:47)`, or `blocks at leak_session (sites.c:32)` for
+/// plain malloc.
+public enum SiteText {
+    /// The type (or `blocks`), then `at` and the user frame.
+    public static func site(_ finding: Report.Finding) -> String {
+        site(typeName: finding.typeName, frame: finding.userFrameValue ?? finding.frames.first)
+    }
+
+    /// The same for any type and frame.
+    public static func site(typeName: String?, frame: Report.Frame?) -> String {
+        let what = typeName ?? "blocks"
+        guard let frame else { return what + " from an unknown site" }
+        return what + " at " + frameText(frame)
+    }
+
+    /// `function (file:line)`, else `function (module)`, else `0xADDR (module)`; the file and
+    /// module by their last path component.
+    public static func frameText(_ frame: Report.Frame) -> String {
+        var text = functionName(frame)
+        if let file = frame.file {
+            text += " (\(baseName(file))\(frame.line.map { ":\($0)" } ?? ""))"
+        } else if let module = frame.module {
+            text += " (\(baseName(module)))"
+        }
+        return text
+    }
+
+    /// The short function name, else the full one, else the address.
+    public static func functionName(_ frame: Report.Frame) -> String {
+        var name = frame.shortFunction ?? frame.function ?? Report.Frame.formatAddress(frame.address)
+        if name.hasSuffix(" in ") { name += "top-level code" }
+        return name
+    }
+
+    /// `file:line` of the user frame (full path), if it has a file.
+    public static func location(_ finding: Report.Finding) -> (file: String, line: Int?)? {
+        guard let frame = finding.userFrameValue ?? finding.frames.first, let file = frame.file else { return nil }
+        return (file, frame.line)
+    }
+
+    /// The stack from the user frame, one `at …` line per frame, at most `limit` frames.
+    public static func stack(_ finding: Report.Finding, limit: Int = 12) -> [String] {
+        guard !finding.frames.isEmpty else { return ["(no stack)"] }
+        let start = min(finding.userFrame ?? 0, finding.frames.count - 1)
+        return finding.frames[start...].prefix(limit).map { frame in
+            var line = "at " + functionName(frame)
+            if let file = frame.file {
+                line += " (\(file)\(frame.line.map { ":\($0)" } ?? ""))"
+            } else if let module = frame.module {
+                line += " (\(module))"
+            }
+            return line
+        }
+    }
+
+    /// `+1 object / +192 B per cycle`.
+    public static func growth(_ finding: Report.Finding) -> String {
+        let objects = finding.averageObjectsPerCycle
+        let rounded = (objects * 10).rounded() / 10
+        let text = rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
+        let unit = abs(rounded) == 1 ? "object" : "objects"
+        return "\(rounded > 0 ? "+" : "")\(text) \(unit) / \(ByteSize.signed(finding.averageBytesPerCycle)) per cycle"
+    }
+
+    static func baseName(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+}

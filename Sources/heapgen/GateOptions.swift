@@ -1,0 +1,133 @@
+import ArgumentParser
+import HeapGenGate
+import HeapGenRecord
+import HeapGenReport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The CI leak-gate options `run` and `check` share. Parsing only: the gate itself is
+/// ``HeapGenGate/Gate``.
+struct GateOptions: ParsableArguments {
+    @Option(name: .customLong("fail-on"), help: ArgumentHelp(
+        "Fail (exit 23) on: abandoned (a site growing more than --max-bytes-per-cycle), leaked, growth (the whole live heap growing more than --max-bytes-per-cycle). Comma-separated; repeatable.",
+        valueName: "criteria"))
+    var failOn: [String] = []
+
+    @Option(name: .customLong("max-bytes-per-cycle"), help: ArgumentHelp(
+        "Growth per judged cycle allowed to an abandoned site and, with --fail-on growth, to the heap (default 0; 64, 1KB, '1 KiB', 2MB; K = 1024). Alone it means --fail-on abandoned.",
+        valueName: "size"))
+    var maxBytesPerCycle: String?
+
+    @Option(name: .customLong("max-live-at-exit"), help: ArgumentHelp(
+        "Fail (exit 23) if more than SIZE bytes are live at exit, after suppressions.", valueName: "size"))
+    var maxLiveAtExit: String?
+
+    @Option(name: .customLong("suppressions"), help: ArgumentHelp(
+        "Suppression file: KIND:PATTERN lines (leak:, function:, file:, module:, type:), # comments. Repeatable.",
+        valueName: "file"))
+    var suppressions: [String] = []
+
+    @Flag(name: .customLong("print-suppressions"), help: "Print each suppression with the findings and bytes it matched.")
+    var printSuppressions = false
+
+    @Option(help: ArgumentHelp("Findings listed in this heapgen-baseline/1 file do not fail the gate.", valueName: "file"))
+    var baseline: String?
+
+    @Option(name: .customLong("write-baseline"), help: ArgumentHelp(
+        "Write today's abandoned and leaked findings (not suppressed) as a baseline.", valueName: "file"))
+    var writeBaseline: String?
+
+    @Option(help: ArgumentHelp("Write the verdict as JUnit XML.", valueName: "path"))
+    var junit: String?
+
+    @Option(help: ArgumentHelp("Append the verdict as Markdown (for $GITHUB_STEP_SUMMARY).", valueName: "path"))
+    var summary: String?
+
+    @Option(help: ArgumentHelp("Write the failing findings as SARIF 2.1.0.", valueName: "path"))
+    var sarif: String?
+
+    func validate() throws {
+        for value in failOn {
+            do { _ = try GatePolicy.parseCriteria(value) } catch { throw ValidationError("\(error)") }
+        }
+        for (flag, value) in [("--max-bytes-per-cycle", maxBytesPerCycle), ("--max-live-at-exit", maxLiveAtExit)] {
+            if let value, ByteSize.parse(value) == nil {
+                throw ValidationError("\(flag) takes a size such as 64, 1KB, '1 KiB' or 2MB, not '\(value)'.")
+            }
+        }
+        for (flag, value) in [("--baseline", baseline), ("--write-baseline", writeBaseline), ("--junit", junit),
+                              ("--summary", summary), ("--sarif", sarif)] {
+            if let value, value.isEmpty { throw ValidationError("\(flag) needs a file name.") }
+        }
+        if suppressions.contains(where: \.isEmpty) { throw ValidationError("--suppressions needs a file name.") }
+    }
+
+    /// True if any gate option was given.
+    var isUsed: Bool {
+        !failOn.isEmpty || maxBytesPerCycle != nil || maxLiveAtExit != nil || !suppressions.isEmpty
+            || printSuppressions || baseline != nil || writeBaseline != nil || junit != nil || summary != nil || sarif != nil
+    }
+
+    /// The policy these options describe, its suppression and baseline files read. Without a
+    /// criterion, `defaultCriteria` apply (`check`: abandoned). A file that cannot be read or
+    /// parsed is a usage error: one line naming it (and the line), exit 64.
+    func loadPolicy(defaultCriteria: Set<GatePolicy.Criterion> = []) throws -> GatePolicy {
+        var policy = GatePolicy()
+        for value in failOn { policy.failOn.formUnion((try? GatePolicy.parseCriteria(value)) ?? []) }
+        policy.maxBytesPerCycle = maxBytesPerCycle.flatMap(ByteSize.parse) ?? 0
+        policy.maxLiveAtExit = maxLiveAtExit.flatMap(ByteSize.parse).map { UInt64($0) }
+        if policy.failOn.isEmpty && maxBytesPerCycle != nil { policy.failOn = [.abandoned] }
+        if !policy.hasCriteria { policy.failOn = defaultCriteria }
+        do {
+            policy.suppressions = try Suppressions.load(paths: suppressions)
+            if let baseline { policy.baseline = try Baseline.load(path: baseline) }
+        } catch {
+            standardError("heapgen: \(error)\n")
+            throw ExitCode(ExitCodes.usage)
+        }
+        return policy
+    }
+
+    /// Judges `report` and adds notes on suppressed, known and fixed findings to it.
+    func judge(_ report: inout Report, policy: GatePolicy) -> GateVerdict {
+        let verdict = Gate.evaluate(report, policy: policy)
+        report.notes += GateMessages.reportNotes(verdict)
+        return verdict
+    }
+
+    /// Prints the verdict to standard error (after the suppression table with
+    /// --print-suppressions) and writes the baseline, JUnit, Markdown and SARIF files.
+    /// A file that cannot be written: one line, exit 125.
+    func finish(_ verdict: GateVerdict, report: Report) throws {
+        var lines: [String] = []
+        if printSuppressions { lines += GateMessages.suppressionTable(verdict) }
+        lines += GateMessages.verdictLines(verdict)
+        standardError(lines.joined(separator: "\n") + "\n")
+        do {
+            if let writeBaseline {
+                var entries = verdict.findings.filter {
+                    if case .suppressed = $0.status { return false } else { return true }
+                }.map { Baseline.Entry($0.finding) }
+                if verdict.judgedCycles < 2, let old = verdict.policy.baseline {
+                    standardError("heapgen: too few cycles to judge: the baseline keeps its \(old.entries.count) entries\n")
+                    entries = old.entries
+                }
+                var seen = Set<BaselineSignature>()
+                entries = entries.filter { seen.insert($0.signature).inserted }
+                    .sorted { $0.signature.canonicalText < $1.signature.canonicalText }
+                try GateFile.write(try Baseline(entries: entries).encoded(), to: writeBaseline)
+                standardError("heapgen: wrote \(entries.count) baseline entr\(entries.count == 1 ? "y" : "ies") to \(writeBaseline)\n")
+            }
+            if let junit { try GateFile.write(JUnitWriter.render(verdict, report: report), to: junit) }
+            if let summary { try GateFile.write(MarkdownSummary.render(verdict, report: report), to: summary, append: true) }
+            if let sarif {
+                let cwd = getcwd(nil, 0).map { p -> String in defer { free(p) }; return String(cString: p) }
+                try GateFile.write(try SARIFWriter.render(verdict, report: report, sourceRoot: cwd), to: sarif)
+            }
+        } catch {
+            standardError("heapgen: cannot write \(error)\n")
+            throw ExitCode(ExitCodes.heapgenFailed)
+        }
+    }
+}

@@ -1,0 +1,327 @@
+// The gate's parts without processes: LSan patterns, sizes, suppression files, the verdict,
+// baselines and signatures, and the writers' escaping.
+
+import Foundation
+import HeapGenGate
+import HeapGenReport
+import XCTest
+
+final class LeakPatternTests: XCTestCase {
+    func testSubstringAnchorsAndWildcardsAsLSan() {
+        func m(_ p: String, _ s: String) -> Bool { LeakPattern(p).matches(s) }
+        // Plain text: a substring anywhere.
+        XCTAssertTrue(m("leak_session", "leak_session"))
+        XCTAssertTrue(m("leak_session", "my_leak_session_2"))
+        XCTAssertFalse(m("leak_session", "leak_sessio"))
+        // ^ and $ anchor.
+        XCTAssertTrue(m("^leak_", "leak_session"))
+        XCTAssertFalse(m("^leak_", "my_leak_session"))
+        XCTAssertTrue(m(".c$", "/src/sites.c"))
+        XCTAssertFalse(m(".c$", "/src/sites.cc"))
+        XCTAssertTrue(m("^main$", "main"))
+        XCTAssertFalse(m("^main$", "__libc_start_main"))
+        XCTAssertTrue(m("main", "__libc_start_main"))   // LSan: substring, so this matches too
+        // * matches any run, including none.
+        XCTAssertTrue(m("Screen*init", "ProfileScreen.init(user:)"))
+        XCTAssertTrue(m("a*b", "ab"))
+        XCTAssertTrue(m("^lib*.so$", "libfoo.so"))
+        XCTAssertFalse(m("^lib*.so$", "libfoo.so.6"))
+        XCTAssertTrue(m("^lib*.so*", "libfoo.so.6"))
+        XCTAssertTrue(m("*", "anything"))
+        XCTAssertTrue(m("a*$", "xa"))        // LSan: a $ after * matches any end
+        XCTAssertTrue(m("a*$", "xaq"))
+        XCTAssertTrue(m("^*x", "yyx"))
+        // Where LSan's greedy search gives up although a match exists, this one finds it.
+        XCTAssertTrue(m("a*b$", "axbxb"))
+        XCTAssertFalse(m("a*b$", "axbxc"))
+        // An empty subject never matches (LSan); ^/$ elsewhere are ordinary characters.
+        XCTAssertFalse(m("*", ""))
+        XCTAssertTrue(m("a^b", "xa^by"))
+        XCTAssertTrue(m("a$b", "a$b"))
+        // Overlap: a prefix and a suffix may not share characters.
+        XCTAssertFalse(m("^ab*ba$", "aba"))
+        XCTAssertTrue(m("^ab*ba$", "abba"))
+        // UTF-8 and Swift names.
+        XCTAssertTrue(m("Box<Swift.String>", "Demo.Box<Swift.String>.Storage"))
+        XCTAssertTrue(m("^Demo.*ViewModel$", "Demo.ProfileViewModel"))
+        XCTAssertTrue(m("é*ü", "aébüc"))
+    }
+}
+
+final class ByteSizeTests: XCTestCase {
+    func testSizesLikePytestMemray() {
+        XCTAssertEqual(ByteSize.parse("0"), 0)
+        XCTAssertEqual(ByteSize.parse("64"), 64)
+        XCTAssertEqual(ByteSize.parse("64B"), 64)
+        XCTAssertEqual(ByteSize.parse("1KB"), 1024)
+        XCTAssertEqual(ByteSize.parse("1 KiB"), 1024)
+        XCTAssertEqual(ByteSize.parse("1 kb"), 1024)
+        XCTAssertEqual(ByteSize.parse("1K"), 1024)
+        XCTAssertEqual(ByteSize.parse("2MB"), 2 << 20)
+        XCTAssertEqual(ByteSize.parse("1.5 MB"), 3 << 19)
+        XCTAssertEqual(ByteSize.parse("+100 b"), 100)
+        XCTAssertEqual(ByteSize.parse(" 3 GiB "), 3 << 30)
+        XCTAssertEqual(ByteSize.parse("0.5"), 0)
+        for bad in ["", "KB", "-1", "1 XB", "1.2.3", "1 K B", "abc", "99999999999999999999", "9999999999 TB"] {
+            XCTAssertNil(ByteSize.parse(bad), bad)
+        }
+    }
+}
+
+final class SuppressionFileTests: XCTestCase {
+    func testParsesKindsCommentsAndBlankLines() throws {
+        let text = """
+            # LeakSanitizer's own syntax is accepted as is
+            leak:leak_session
+
+              function:^make_*$  \r
+            file:vendor/
+            module:libthird.so
+            type:Demo.ProfileViewModel
+            # the end
+            """
+        let s = try Suppressions.parse(text, source: "ci.supp")
+        XCTAssertEqual(s.rules.map(\.description), ["leak:leak_session", "function:^make_*$", "file:vendor/",
+                                                    "module:libthird.so", "type:Demo.ProfileViewModel"])
+        XCTAssertEqual(s.rules.map(\.line), [2, 4, 5, 6, 7])
+        XCTAssertEqual(s.rules.map(\.kind), [.leak, .function, .file, .module, .type])
+        XCTAssertTrue(try Suppressions.parse("\n# only comments\n\n", source: "x").isEmpty)
+    }
+
+    func testBadLinesNameTheFileAndLine() {
+        func error(_ text: String) -> SuppressionError? {
+            do { _ = try Suppressions.parse(text, source: "ci.supp"); return nil } catch { return error as? SuppressionError }
+        }
+        let unknown = error("leak:a\n# ok\nlek:foo\n")
+        XCTAssertEqual(unknown?.line, 3)
+        XCTAssertTrue(unknown?.description.hasPrefix("ci.supp:3: unknown kind 'lek'") == true, "\(String(describing: unknown))")
+        XCTAssertTrue(unknown?.description.contains("leak:") == true, "lists the kinds")
+        let noColon = error("leak_session\n")
+        XCTAssertEqual(noColon?.description.hasPrefix("ci.supp:1: 'leak_session' is not KIND:PATTERN"), true,
+                       "\(String(describing: noColon))")
+        XCTAssertEqual(error("type:   \n")?.description, "ci.supp:1: empty pattern in 'type:'")
+        XCTAssertEqual(error("leak:^\n")?.line, 1)
+        XCTAssertNil(error("leak:a:b\n"), "a colon in the pattern is part of it")
+    }
+
+    func testUnreadableFileIsAnError() {
+        XCTAssertThrowsError(try Suppressions.load(paths: ["/nonexistent/heapgen.supp"])) { error in
+            XCTAssertTrue("\(error)".hasPrefix("/nonexistent/heapgen.supp: "), "\(error)")
+        }
+    }
+
+    func testKindsMatchTheirFields() {
+        let f = Synthetic.finding(function: "leak_session", file: "/src/app/sites.c", module: "/opt/app/bin/server",
+                                  typeName: "App.Session")
+        func matches(_ rule: String) -> Bool {
+            (try? Suppressions.parse(rule, source: "t").firstMatch(f)) != nil
+        }
+        XCTAssertTrue(matches("leak:leak_session"))
+        XCTAssertTrue(matches("leak:sites.c"))
+        XCTAssertTrue(matches("leak:bin/server"))
+        XCTAssertTrue(matches("leak:__libc_start_main"), "any frame, as LSan")
+        XCTAssertFalse(matches("leak:App.Session"), "leak: does not look at types")
+        XCTAssertTrue(matches("function:^leak_session$"))
+        XCTAssertFalse(matches("function:sites.c"))
+        XCTAssertTrue(matches("file:/src/app/"))
+        XCTAssertFalse(matches("file:leak_session"))
+        XCTAssertTrue(matches("module:server$"))
+        XCTAssertFalse(matches("module:sites.c"))
+        XCTAssertTrue(matches("type:^App.Session$"))
+        XCTAssertFalse(matches("type:leak_session"))
+        // First rule in file order wins.
+        let two = try! Suppressions.parse("type:Nope\nfunction:leak\nleak:leak", source: "t")
+        XCTAssertEqual(two.firstMatch(f), 1)
+    }
+}
+
+final class GateVerdictTests: XCTestCase {
+    func testStatusesThresholdsAndKinds() {
+        let big = Synthetic.finding(function: "big", perCycle: 4096)
+        let small = Synthetic.finding(function: "small", perCycle: 64)
+        let leaked = Synthetic.finding(kind: .leaked, function: "lost", perCycle: 0)
+        let cache = Synthetic.finding(kind: .cache, function: "cache", perCycle: 0)
+        let report = Synthetic.report([big, small, leaked, cache])
+
+        var policy = GatePolicy(failOn: [.abandoned], maxBytesPerCycle: 1024)
+        var v = Gate.evaluate(report, policy: policy)
+        XCTAssertEqual(v.findings.count, 3, "caches are never judged")
+        XCTAssertEqual(v.findings.map(\.status), [.failing, .belowLimit, .notGated])
+        XCTAssertTrue(v.failed)
+        let lines = GateMessages.verdictLines(v)
+        XCTAssertEqual(lines.first, "heapgen: gate failed: 1 abandoned site (+4,096 B per cycle): blocks at big (app.c:10)")
+        XCTAssertEqual(lines.last, "SUMMARY: heapgen: gate failed: 1 abandoned site (+4,096 B per cycle).")
+
+        policy = GatePolicy(failOn: [.leaked])
+        v = Gate.evaluate(report, policy: policy)
+        XCTAssertEqual(v.findings.map(\.status), [.notGated, .notGated, .failing])
+        XCTAssertEqual(GateMessages.verdictLines(v).first, "heapgen: gate failed: 1 leaked site (0 B per cycle): blocks at lost (app.c:10)")
+
+        policy = GatePolicy(failOn: [.abandoned], maxBytesPerCycle: 8192)
+        v = Gate.evaluate(report, policy: policy)
+        XCTAssertFalse(v.failed)
+        XCTAssertEqual(GateMessages.summary(v), "gate passed: no abandoned memory above 8,192 B per cycle over 7 cycles.")
+
+        // No criteria: nothing fails.
+        XCTAssertFalse(Gate.evaluate(report, policy: GatePolicy()).failed)
+    }
+
+    func testGrowthUsesTheGenerationTableLessExcusedSites() throws {
+        // Setup 1000 B, warm-up cycle to 5000, then +300 B per cycle for 7 judged cycles.
+        let leak = Synthetic.finding(function: "leak_session", perCycle: 200)
+        let report = Synthetic.report([leak], liveBytes: [1000, 5000] + (1...7).map { 5000 + 300 * $0 })
+        var v = Gate.evaluate(report, policy: GatePolicy(failOn: [.growth], maxBytesPerCycle: 250))
+        XCTAssertEqual(v.growth?.heapBytesPerCycle, 300)
+        XCTAssertEqual(v.growth?.cycles, 7)
+        XCTAssertEqual(v.findings.map(\.status), [.notGated])
+        XCTAssertTrue(v.failed)
+        XCTAssertEqual(GateMessages.verdictLines(v).first, "heapgen: gate failed: live heap grew +300 B per cycle over 7 cycles (limit 250 B)")
+        // Suppressing the leaking site takes its 200 B per cycle out of the heap's growth.
+        let policy = GatePolicy(failOn: [.growth], maxBytesPerCycle: 250,
+                                suppressions: try Suppressions.parse("function:leak_session", source: "s"))
+        v = Gate.evaluate(report, policy: policy)
+        XCTAssertEqual(v.growth?.bytesPerCycle, 100)
+        XCTAssertFalse(v.failed)
+        // Too few cycles: a warning, not a verdict.
+        let short = Synthetic.report([], liveBytes: [1000, 2000], cycles: 1, judged: 0)
+        v = Gate.evaluate(short, policy: GatePolicy(failOn: [.growth, .abandoned]))
+        XCTAssertNil(v.growth)
+        XCTAssertFalse(v.failed)
+        XCTAssertEqual(v.warnings.count, 2, "\(v.warnings)")
+    }
+
+    func testLiveAtExitAfterSuppressions() throws {
+        var report = Synthetic.report([])
+        report.liveAtExit = Report.LiveAtExit(objects: 3, bytes: 5000, sites: [
+            Report.Site(typeName: nil, objects: 1, bytes: 4000, frames: Synthetic.frames(function: "load_config")),
+            Report.Site(typeName: "App.Cache", objects: 2, bytes: 1000, frames: Synthetic.frames(function: "warm")),
+        ])
+        var v = Gate.evaluate(report, policy: GatePolicy(maxLiveAtExit: 2000))
+        XCTAssertTrue(v.failed)
+        XCTAssertEqual(GateMessages.verdictLines(v).first, "heapgen: gate failed: 5,000 B live at exit (limit 2,000 B)")
+        v = Gate.evaluate(report, policy: GatePolicy(maxLiveAtExit: 2000,
+                                                     suppressions: try Suppressions.parse("leak:load_config", source: "s")))
+        XCTAssertEqual(v.liveAtExit?.bytes, 1000)
+        XCTAssertFalse(v.failed)
+        XCTAssertEqual(v.ruleUses.first?.liveBytes, 4000)
+    }
+}
+
+final class BaselineTests: XCTestCase {
+    func testSignatureHasNoAddressesOrDirectories() {
+        let a = Synthetic.finding(function: "leak_session", file: "/home/ci/build-1/src/sites.c", address: 0x55d0_0000_1234)
+        let b = Synthetic.finding(function: "leak_session", file: "/home/dev/src/sites.c", address: 0x7f00_dead_0000)
+        XCTAssertEqual(BaselineSignature(a), BaselineSignature(b))
+        XCTAssertEqual(BaselineSignature(a).fingerprint, BaselineSignature(b).fingerprint)
+        XCTAssertEqual(BaselineSignature(a).frames.first, .init(function: "leak_session", file: "sites.c", line: 10))
+        XCTAssertFalse(BaselineSignature(a).canonicalText.contains("0x"))
+        // Starts at the user frame, at most 6 frames.
+        var deep = Synthetic.finding(function: "f0")
+        deep.frames = (0..<10).map { Report.Frame(function: "f\($0)", file: "/x/a.c", line: $0 + 1, module: "/bin/a", address: UInt64($0)) }
+        deep.userFrame = 2
+        XCTAssertEqual(BaselineSignature(deep).frames.map(\.function), ["f2", "f3", "f4", "f5", "f6", "f7"])
+        XCTAssertNotEqual(BaselineSignature(deep), BaselineSignature(Synthetic.finding(function: "f2")))
+    }
+
+    func testRoundTripMovedLinesAndNewSitesInTheSameFunction() throws {
+        let old = Synthetic.finding(function: "leak_session", line: 32)
+        let baseline = Baseline(findings: [old, old])
+        XCTAssertEqual(baseline.entries.count, 1, "one entry per signature")
+        let text = try baseline.encoded()
+        XCTAssertTrue(text.contains("\"schema\" : \"heapgen-baseline/1\""), text)
+        XCTAssertTrue(text.contains("\"site\" : \"blocks at leak_session (app.c:32)\""), text)
+        let back = try Baseline.decode(Data(text.utf8), source: "b.json")
+        XCTAssertEqual(back, baseline)
+
+        // The same site, moved 3 lines down: still known. A second site in the same
+        // function is new: the moved entry accounts for one finding only.
+        let moved = Synthetic.finding(function: "leak_session", line: 35)
+        let added = Synthetic.finding(function: "leak_session", line: 50)
+        let m = back.match([moved, added])
+        XCTAssertEqual(m.entryForFinding, [0, nil])
+        XCTAssertEqual(m.unmatchedEntries, [])
+        // An exact match is preferred to a moved one.
+        XCTAssertEqual(back.match([added, old]).entryForFinding, [nil, 0])
+        // Nothing left: the entry is fixed.
+        XCTAssertEqual(back.match([]).unmatchedEntries, [0])
+    }
+
+    func testBadBaselineFiles() {
+        XCTAssertThrowsError(try Baseline.decode(Data("{\"schema\":\"heapgen-report/1\"}".utf8), source: "b.json")) {
+            XCTAssertEqual("\($0)", "b.json: schema is 'heapgen-report/1', expected 'heapgen-baseline/1'")
+        }
+        XCTAssertThrowsError(try Baseline.decode(Data("[1,2]".utf8), source: "b.json")) {
+            XCTAssertEqual("\($0)", "b.json: not a JSON object")
+        }
+        XCTAssertThrowsError(try Baseline.decode(Data("{\"schema\":\"heapgen-baseline/1\",\"entries\":[{}]}".utf8), source: "b.json"))
+    }
+
+    func testKnownAndFixedInVerdict() {
+        let known = Synthetic.finding(function: "known_leak")
+        let fresh = Synthetic.finding(function: "new_leak")
+        let gone = Synthetic.finding(function: "fixed_leak")
+        let policy = GatePolicy(failOn: [.abandoned], baseline: Baseline(findings: [known, gone]))
+        let v = Gate.evaluate(Synthetic.report([known, fresh]), policy: policy)
+        XCTAssertEqual(v.findings.map(\.status), [.known(entry: 1), .failing])
+        XCTAssertEqual(v.fixedEntries.map(\.site), ["blocks at fixed_leak (app.c:10)"])
+        let lines = GateMessages.verdictLines(v)
+        XCTAssertTrue(lines.contains("heapgen: fixed — remove from the baseline: blocks at fixed_leak (app.c:10)"), "\(lines)")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("heapgen: known (baseline): blocks at known_leak") }, "\(lines)")
+        XCTAssertEqual(GateMessages.reportNotes(v).count, 2)
+    }
+}
+
+final class WriterTests: XCTestCase {
+    func testXMLEscaping() {
+        XCTAssertEqual(JUnitWriter.escape("a<b>&\"c'\u{1}"), "a&lt;b&gt;&amp;&quot;c&apos;?")
+    }
+
+    func testMarkdownEscapesPipesInCells() {
+        var f = Synthetic.finding(function: "operator|(int, int)")
+        f.typeName = "A|B"
+        let v = Gate.evaluate(Synthetic.report([f]), policy: GatePolicy(failOn: [.abandoned]))
+        let md = MarkdownSummary.render(v, report: Synthetic.report([f]))
+        XCTAssertTrue(md.contains("`A\\|B`"), md)
+        XCTAssertTrue(md.contains("`operator\\|(int, int)`"), md)
+    }
+}
+
+// MARK: - Synthetic reports
+
+enum Synthetic {
+    static func frames(function: String, file: String = "/src/app.c", line: Int = 10, module: String = "/bin/app",
+                       address: UInt64 = 0x1000) -> [Report.Frame] {
+        [Report.Frame(function: function, shortFunction: function, file: file, line: line, column: 5, module: module,
+                      address: address),
+         Report.Frame(function: "main", shortFunction: "main", file: file, line: 99, module: module, address: address + 0x40),
+         Report.Frame(function: "__libc_start_main", file: "./csu/libc-start.c", line: 360,
+                      module: "/lib/x86_64-linux-gnu/libc.so.6", address: 0x7f00_0000_0000)]
+    }
+
+    static func finding(kind: Report.Finding.Kind = .abandoned, function: String, file: String = "/src/app.c",
+                        line: Int = 10, module: String = "/bin/app", typeName: String? = nil, perCycle: Int = 100,
+                        address: UInt64 = 0x1000) -> Report.Finding {
+        Report.Finding(kind: kind, typeName: typeName,
+                       frames: frames(function: function, file: file, line: line, module: module, address: address),
+                       userFrame: 0, cycles: 7, cyclesWithGrowth: 7, objectsPerCycle: Array(repeating: 1, count: 8),
+                       bytesPerCycle: Array(repeating: perCycle, count: 8), averageBytesPerCycle: perCycle,
+                       survivingObjects: 7, survivingBytes: UInt64(max(0, perCycle * 7)))
+    }
+
+    /// A report with `findings` and a generation table whose closing live bytes are `liveBytes`
+    /// (generation 0 first), 8 cycles, 7 judged by default.
+    static func report(_ findings: [Report.Finding], liveBytes: [UInt64]? = nil, cycles: Int = 8,
+                       judged: Int = 7) -> Report {
+        let live = liveBytes ?? Array(repeating: 1000, count: cycles + 1)
+        let generations = live.enumerated().map { i, bytes in
+            Report.Generation(index: i, label: i == 0 ? "heapgen.start" : "cycle", allocations: 1, frees: 0,
+                              allocatedBytes: 1, liveObjects: 1, liveBytes: bytes, persistentObjects: 0, persistentBytes: 0)
+        } + [Report.Generation(index: live.count, label: nil, allocations: 0, frees: 0, allocatedBytes: 0,
+                               liveObjects: 1, liveBytes: live.last ?? 0, persistentObjects: 0, persistentBytes: 0)]
+        return Report(trace: "/tmp/x.trace",
+                      program: Report.Program(path: "/bin/app", args: ["app"], pid: 1, exitStatus: 0, signal: nil),
+                      options: Report.Options(warmUp: cycles - judged, toleratedMisses: 1), totals: Report.Totals(),
+                      cycles: cycles, judgedCycles: judged, generations: generations, findings: findings,
+                      liveAtExit: Report.LiveAtExit(objects: 0, bytes: 0, sites: []))
+    }
+}
