@@ -55,7 +55,7 @@ let package = Package(
         // The trace file: records, writer, reader, validation.
         .target(name: "HeapGenTrace"),
         // The collector: starts the program, accepts segments, drains rings into traces.
-        .target(name: "HeapGenRecord", dependencies: ["CHeapGenSupport", "HeapGenTrace"]),
+        .target(name: "HeapGenRecord", dependencies: ["CHeapGenSupport", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport", "HeapGenSymbolication"]),
         // Generations, per-site growth, abandoned / cache / leaked findings.
         .target(name: "HeapGenAnalysis", dependencies: ["HeapGenTrace"]),
         // Addresses to functions, files and lines; Swift and C++ demangling.
@@ -77,7 +77,9 @@ let package = Package(
         // CI leak gates: --fail-on, suppressions, baselines, JUnit / Markdown / SARIF.
         .target(name: "HeapGenGate", dependencies: ["HeapGenReport"]),
         // Asks the running collector for a verdict from inside a test process.
-        .target(name: "HeapGenTesting", dependencies: ["HeapGen"]),
+        .target(name: "HeapGenTesting", dependencies: ["HeapGen", "CHeapGenTestingStart"]),
+        // A constructor that asks heapgen to track a test binary from start-up.
+        .target(name: "CHeapGenTestingStart"),
         .executableTarget(
             name: "heapgen",
             dependencies: [

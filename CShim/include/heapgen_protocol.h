@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define HG_PROTOCOL_MAGIC   0x4e45475041454848ull /* "HHEAPGEN" little-endian */
-#define HG_PROTOCOL_VERSION 2u
+#define HG_PROTOCOL_VERSION 3u   /* 3: control area + HG_K_CONTROL */
 
 /* Environment variables the collector sets for the target. */
 #define HG_ENV_SOCK        "HEAPGEN_SOCK"        /* fd number of the shim's socket end  */
@@ -98,6 +98,10 @@ enum hg_kind {
                                 aux = origin: 0 program (heapgen_mark), 1 collector (timer), 2 external (heapgen mark PID) */
     HG_K_THREAD_START  = 36, /* first record of a thread: aux = kernel tid          */
     HG_K_STACK_TRUNC   = 37, /* reserved */
+    HG_K_CONTROL       = 38, /* a control request (see "Control channel"): addr = request id,
+                                size = request length, aux = low 32 bits of the id. The
+                                collector answers after it has consumed every record
+                                before this one, so the answer sees them all. */
 };
 
 #define HG_KIND_SHIFT 56
@@ -155,6 +159,35 @@ typedef struct hg_module_blob {
     uint32_t _pad;
 } hg_module_blob;
 
+/* Control channel (protocol 3): the traced program asks the collector for a
+ * verdict while it runs (heapgen_control() in heapgen.h; HeapGenTesting).
+ *
+ * The segment has a control area of control_size bytes at control_offset
+ * (page aligned, between the ring and the arena): the first
+ * HG_CONTROL_REQUEST_BYTES hold the request, the rest the response.
+ * One request is in flight per process image (a mutex in the shim):
+ *   shim:      copy the request bytes (UTF-8 JSON, no NUL needed) into the
+ *              request region; store control_request_len; store-release
+ *              control_request_id = id (previous id + 1); publish a ring
+ *              record HG_K_CONTROL with addr = id. Then poll
+ *              control_response_id every 100 us (collector liveness every
+ *              20 ms, like a full ring; give up after 30 s).
+ *   collector: on consuming that record (so after every record before it),
+ *              if header.control_request_id == id: copy at most
+ *              HG_CONTROL_REQUEST_BYTES of the request, answer, copy the
+ *              response into the response region, store
+ *              control_response_len, store-release control_response_id = id.
+ *              A record whose id is not the current request id is stale and
+ *              ignored. Responses are JSON objects: {"ok":true,...} or
+ *              {"ok":false,"error":"..."}.
+ * The collector copies the request once and validates lengths against its
+ * own copy of the layout: a program that scribbles on the area gets an error
+ * answer, never a collector crash or hang. */
+#define HG_CONTROL_SIZE          (1u << 20)   /* default control area: 1 MiB      */
+#define HG_CONTROL_REQUEST_BYTES (64u << 10)  /* request region at its start       */
+#define HG_CONTROL_MIN_SIZE      (HG_CONTROL_REQUEST_BYTES + 4096u)
+#define HG_CONTROL_MAX_SIZE      (64u << 20)
+
 /* The segment header (first page of the memfd). Fields written by only one
  * side are grouped so producer and collector do not share cache lines. */
 typedef struct hg_header {
@@ -171,7 +204,9 @@ typedef struct hg_header {
     int32_t  ppid;
     uint32_t origin;          /* enum hg_origin                         */
     uint32_t max_frames;
-    uint8_t  _pad0[64];
+    uint64_t control_offset;  /* page aligned; 0 with control_size 0: no channel */
+    uint64_t control_size;    /* bytes: request region + response region */
+    uint8_t  _pad0[48];
 
     /* collector -> shim */
     _Alignas(64) volatile uint32_t state;    /* enum hg_state                        */
@@ -193,6 +228,13 @@ typedef struct hg_header {
     uint64_t unwind_fallbacks;               /* stacks the fast unwinder handed to libunwind */
     uint32_t detached;                       /* 1: collector gone, shim passes through    */
     uint32_t _pad1;
+
+    /* control channel, shim -> collector (see "Control channel") */
+    _Alignas(64) uint64_t control_request_id;  /* id of the request in the request region */
+    uint64_t control_request_len;              /* its length in bytes                     */
+    /* control channel, collector -> shim */
+    _Alignas(64) uint64_t control_response_id; /* id of the request answered last         */
+    uint64_t control_response_len;            /* length of the response in bytes         */
 } hg_header;
 
 /* hg_hello: the one message a shim sends, with the memfd as SCM_RIGHTS. */

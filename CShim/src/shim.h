@@ -21,6 +21,8 @@ typedef struct hg_shim {
     hg_header *hdr;
     hg_slot   *ring;
     uint8_t   *arena;
+    uint8_t   *control;        /* control area (request + response regions) */
+    uint64_t   control_size;
     uint64_t   ring_mask;
     uint32_t   ring_shift;     /* log2(ring_slots)                          */
     uint32_t   max_frames;
@@ -70,6 +72,9 @@ void hg_modules_reset(void);
 void hg_modules_fork_prepare(void);
 void hg_modules_fork_parent(void);
 void hg_modules_fork_child(void);
+
+/* control.c */
+void hg_control_fork_child(void);
 
 /* swift.c */
 uint32_t hg_swift_type_id(const void *metadata);

@@ -106,7 +106,8 @@ static int open_segment(uint32_t origin)
     const uint64_t page = 4096;
     const uint64_t ring_off = (sizeof(hg_header) + page - 1) & ~(page - 1);
     const uint64_t ring_bytes = cfg_ring_slots * sizeof(hg_slot);
-    const uint64_t arena_off = ring_off + ((ring_bytes + page - 1) & ~(page - 1));
+    const uint64_t control_off = ring_off + ((ring_bytes + page - 1) & ~(page - 1));
+    const uint64_t arena_off = control_off + HG_CONTROL_SIZE;
     const uint64_t size = arena_off + cfg_arena_bytes;
 
     /* MFD_CLOEXEC | MFD_ALLOW_SEALING: the collector seals the size so we
@@ -136,6 +137,8 @@ static int open_segment(uint32_t origin)
     h->ppid = getppid();
     h->origin = origin;
     h->max_frames = cfg_max_frames;
+    h->control_offset = control_off;
+    h->control_size = HG_CONTROL_SIZE;
     h->arena_used = 8;          /* ref 0 means "none" */
 
     hg_hello hello = { HG_PROTOCOL_MAGIC, HG_PROTOCOL_VERSION, origin, h->pid, h->ppid, size };
@@ -154,6 +157,8 @@ static int open_segment(uint32_t origin)
     g_hg.hdr = h;
     g_hg.ring = (hg_slot *)((uint8_t *)base + ring_off);
     g_hg.arena = (uint8_t *)base + arena_off;
+    g_hg.control = (uint8_t *)base + control_off;
+    g_hg.control_size = HG_CONTROL_SIZE;
     g_hg.ring_mask = cfg_ring_slots - 1;
     g_hg.ring_shift = (uint32_t)__builtin_ctzll(cfg_ring_slots);
     g_hg.arena_size = cfg_arena_bytes;
@@ -173,6 +178,7 @@ static void fork_parent(void)  { hg_modules_fork_parent(); }
 static void fork_child(void)
 {
     hg_modules_fork_child();
+    hg_control_fork_child();
     if (g_hg_phase != 2)
         return;
     hg_guard++;

@@ -80,6 +80,19 @@ int hg_segment_open(int fd, const hg_hello *hello, hg_segment *seg, char *errbuf
         why = "arena overlaps the ring";
     else if (h.arena_size != 0 && h.arena_offset < sizeof(hg_header)) why = "arena overlaps the header";
     else if (h.max_frames > HG_MAX_FRAMES) why = "max_frames too large";
+    else if (h.control_size != 0 &&
+             (h.control_size < HG_CONTROL_MIN_SIZE || h.control_size > HG_CONTROL_MAX_SIZE))
+        why = "control area size out of range";
+    else if (h.control_size != 0 && (h.control_offset & 4095)) why = "control area misaligned";
+    else if (h.control_size != 0 && !fits(h.control_offset, h.control_size, size))
+        why = "control area outside the segment";
+    else if (h.control_size != 0 && h.control_offset < sizeof(hg_header)) why = "control area overlaps the header";
+    else if (h.control_size != 0 && h.control_offset < h.ring_offset + h.ring_slots * sizeof(hg_slot) &&
+             h.ring_offset < h.control_offset + h.control_size)
+        why = "control area overlaps the ring";
+    else if (h.control_size != 0 && h.arena_size != 0 && h.control_offset < h.arena_offset + h.arena_size &&
+             h.arena_offset < h.control_offset + h.control_size)
+        why = "control area overlaps the arena";
     if (why) {
         /* Tell the shim not to wait for us (the state word is inside the
          * mapping: size >= sizeof(hg_header) was checked above). */
@@ -100,6 +113,8 @@ int hg_segment_open(int fd, const hg_hello *hello, hg_segment *seg, char *errbuf
     seg->ppid = h.ppid;
     seg->origin = h.origin;
     seg->max_frames = h.max_frames;
+    seg->control = h.control_size ? (uint8_t *)base + h.control_offset : NULL;
+    seg->control_size = h.control_size;
     /* The mapping stays valid without the fd: one fd less per traced process. */
     close(fd);
     seg->fd = -1;
@@ -112,6 +127,8 @@ void hg_segment_close(hg_segment *seg) {
     seg->base = NULL;
     seg->ring = NULL;
     seg->arena = NULL;
+    seg->control = NULL;
+    seg->control_size = 0;
     seg->fd = -1;
 }
 
@@ -209,5 +226,39 @@ int hg_read_module(const hg_segment *seg, uint32_t ref, hg_module_info *info,
     info->nsegs = ns;
     info->build_id_len = nb;
     info->path_len = (uint32_t)np;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- control */
+
+int hg_control_request(const hg_segment *seg, uint64_t id, char *out, size_t max, size_t *len) {
+    *len = 0;
+    if (!seg->base || !seg->control || seg->control_size <= HG_CONTROL_REQUEST_BYTES) return -ENOSYS;
+    hg_header *h = (hg_header *)seg->base;
+    if (__atomic_load_n(&h->control_request_id, __ATOMIC_ACQUIRE) != id) return -ESTALE;
+    uint64_t n = __atomic_load_n(&h->control_request_len, __ATOMIC_RELAXED);
+    if (n > HG_CONTROL_REQUEST_BYTES || n > max) {
+        *len = n > HG_CONTROL_REQUEST_BYTES ? HG_CONTROL_REQUEST_BYTES : (size_t)n;
+        return -E2BIG;
+    }
+    /* One copy; the caller parses the copy, never the shared bytes. */
+    memcpy(out, seg->control, (size_t)n);
+    *len = (size_t)n;
+    return 0;
+}
+
+size_t hg_control_response_room(const hg_segment *seg) {
+    if (!seg->control || seg->control_size <= HG_CONTROL_REQUEST_BYTES) return 0;
+    return (size_t)(seg->control_size - HG_CONTROL_REQUEST_BYTES);
+}
+
+int hg_control_respond(const hg_segment *seg, uint64_t id, const char *data, size_t len) {
+    size_t room = hg_control_response_room(seg);
+    if (room == 0) return -ENOSYS;
+    if (len > room) return -E2BIG;
+    hg_header *h = (hg_header *)seg->base;
+    memcpy(seg->control + HG_CONTROL_REQUEST_BYTES, data, len);
+    __atomic_store_n(&h->control_response_len, (uint64_t)len, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->control_response_id, id, __ATOMIC_RELEASE);
     return 0;
 }

@@ -41,6 +41,8 @@ final class Segment {
     var settleDue: UInt64?
     /// A collector mark that found the ring full, retried after draining.
     var pendingMark: (label: String, origin: UInt32)?
+    /// Control channel state: names and modules for answers, live tracking once asked.
+    let control = SegmentControl()
 
     init(raw: UnsafeMutablePointer<hg_segment>, origin: ProcessOrigin, image: Int, path: String, writer: TraceWriter) {
         self.raw = raw

@@ -22,6 +22,8 @@ final class SegmentDrainer {
     private let moduleSegments = UnsafeMutablePointer<hg_module_seg>.allocate(capacity: maxModuleSegments)
     private let buildID = UnsafeMutablePointer<UInt8>.allocate(capacity: maxBuildID)
     private let modulePath = UnsafeMutablePointer<CChar>.allocate(capacity: maxPath + 1)
+    /// Answers HG_K_CONTROL requests.
+    let controlChannel = ControlChannel()
 
     init() {}
 
@@ -48,6 +50,8 @@ final class SegmentDrainer {
     /// Drains everything left in the ring of a process image that is gone,
     /// skipping (and counting) torn slots.
     func drainFinal(_ seg: Segment) {
+        controlChannel.answering = false  // nobody is left to wait for an answer
+        defer { controlChannel.answering = true }
         let limit = hg_final_limit(seg.raw, seg.tail)
         while seg.tail < limit {
             let n = hg_drain_final(seg.raw, &seg.tail, limit, slots, Self.batchSize, &seg.torn)
@@ -71,6 +75,8 @@ final class SegmentDrainer {
 
     private func translate(_ seg: Segment, count: Int) {
         let w = seg.writer
+        // Live tracking (control channel): nil unless the program asked.
+        var tracker = seg.control.tracker
         for i in 0..<count {
             let s = slots[i]
             let kind = UInt32(truncatingIfNeeded: s.size_kind >> UInt64(HG_KIND_SHIFT))
@@ -87,12 +93,22 @@ final class SegmentDrainer {
                 }
                 w.appendAllocation(AllocationFunction(rawValue: UInt8(truncatingIfNeeded: kind)) ?? .malloc,
                                    address: s.addr, size: s.size_kind & sizeMask, stack: stack, type: type)
+                if let tracker {
+                    tracker.allocate(address: s.addr, size: s.size_kind & sizeMask, stack: stack, type: type, position: s.seq)
+                }
             case UInt32(HG_K_FREE.rawValue):
                 w.appendFree(.free, address: s.addr)
+                if let tracker { tracker.free(address: s.addr, realloc: false) }
             case UInt32(HG_K_REALLOC_FREE.rawValue):
                 w.appendFree(.realloc, address: s.addr)
+                if let tracker { tracker.free(address: s.addr, realloc: true) }
             case UInt32(HG_K_REALLOC_UNDO.rawValue):
                 w.appendReallocUndo(address: s.addr)
+                if let tracker { tracker.undo(address: s.addr) }
+            case UInt32(HG_K_CONTROL.rawValue):
+                // Every record before it has been consumed: answer now.
+                controlChannel.handle(seg, s)
+                tracker = seg.control.tracker
             case UInt32(HG_K_NOP.rawValue):
                 continue
             default:
@@ -140,9 +156,12 @@ final class SegmentDrainer {
             }
             let path = String(decoding: UnsafeRawBufferPointer(start: modulePath, count: Int(info.path_len)), as: UTF8.self)
             let id = Array(UnsafeBufferPointer(start: buildID, count: Int(info.build_id_len)))
-            w.moduleLoad(ModuleRecord(loadBias: info.load_bias, path: path, buildID: id, segments: segments))
+            let module = ModuleRecord(loadBias: info.load_bias, path: path, buildID: id, segments: segments)
+            w.moduleLoad(module)
+            seg.control.moduleLoaded(module, position: s.seq)
         case UInt32(HG_K_MODULE_UNLOAD.rawValue):
             w.moduleUnload(loadBias: s.addr)
+            seg.control.moduleUnloaded(loadBias: s.addr, position: s.seq)
         case UInt32(HG_K_TYPE_NAME.rawValue):
             // Each id is defined once; later definitions of the same id are ignored.
             guard s.aux != 0, !seg.types.contains(s.aux) else { return }
@@ -152,11 +171,13 @@ final class SegmentDrainer {
             }
             w.defineType(id: s.aux, metadata: s.addr, name: name)
             seg.types.insert(s.aux)
+            seg.control.typeNames[s.aux] = name
         case UInt32(HG_K_MARK.rawValue):
             let label = s.ref == 0 ? "" : string(seg, ref: s.ref)
             if label == nil { seg.badRecords &+= 1 }
             let origin = MarkOrigin(rawValue: UInt8(truncatingIfNeeded: s.aux)) ?? .external
             w.mark(label: label ?? "", timeNanoseconds: s.size_kind & sizeMask, origin: origin)
+            seg.control.tracker?.mark(label: label ?? "", time: s.size_kind & sizeMask, origin: origin)
             if origin != .timer { seg.settleDue = s.size_kind & sizeMask }
         case UInt32(HG_K_THREAD_START.rawValue):
             w.threadStart(tid: s.aux)

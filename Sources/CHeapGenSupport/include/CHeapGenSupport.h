@@ -36,6 +36,8 @@ typedef struct hg_segment {
     int32_t pid, ppid;
     uint32_t max_frames;
     int fd;                 /* always -1 after hg_segment_open (closed)    */
+    uint8_t *control;       /* base + control_offset; NULL: no control area */
+    uint64_t control_size;  /* validated: 0 or HG_CONTROL_MIN_SIZE..MAX    */
 } hg_segment;
 
 /* Maps `fd` (a memfd received with a hello) and validates header and hello
@@ -91,6 +93,24 @@ int hg_produce_mark(const hg_segment *seg, const char *label, uint32_t origin);
  * checks magic, version and that the collector accepted it, then validates
  * it like hg_segment_open. 0 or -1 with a reason in errbuf. Closes fd on success. */
 int hg_segment_attach(int fd, hg_segment *seg, char *errbuf, size_t errlen);
+
+/* ---------------------------------------------------------------- control */
+
+/* Copies the request of control record `id` (the HG_K_CONTROL slot's addr)
+ * into out (at most max bytes, no NUL added); *len receives its length.
+ * 0 on success; -ESTALE when id is not the header's current request id (a
+ * stale or forged record: do not answer), -E2BIG when the announced length
+ * exceeds the request region or max (*len: the clamped length), -ENOSYS
+ * when the segment has no control area. */
+int hg_control_request(const hg_segment *seg, uint64_t id, char *out, size_t max, size_t *len);
+
+/* Bytes available for a response (0: no control area). */
+size_t hg_control_response_room(const hg_segment *seg);
+
+/* Copies the response into the response region, stores its length, then
+ * store-releases control_response_id = id. 0, -E2BIG (longer than the
+ * region: nothing written) or -ENOSYS. */
+int hg_control_respond(const hg_segment *seg, uint64_t id, const char *data, size_t len);
 
 /* ------------------------------------------------------------------ blobs */
 

@@ -1,0 +1,170 @@
+import CHeapGenTestingStart
+import Foundation
+import HeapGen
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Talks to the heapgen collector through the preload library's
+/// `heapgen_control` (looked up at run time: no link-time dependency).
+enum ControlClient {
+    private typealias ControlFunction = @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int) -> Int
+
+    private static let function: ControlFunction? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "heapgen_control") else { return nil }
+        return unsafeBitCast(symbol, to: ControlFunction.self)
+    }()
+
+    /// The largest answer the collector can give (the response region).
+    private static let capacity = 1 << 20
+
+    /// One request at a time per process (the shim serialises too, but the
+    /// answer buffer is ours), and one expectNoGrowth session at a time.
+    static let lock = NSRecursiveLock()
+
+    /// Allocated once, on the first request, and kept: a request made inside a
+    /// measured cycle must not allocate or free a megabyte.
+    nonisolated(unsafe) private static var buffer: UnsafeMutablePointer<CChar>?
+
+    enum Outcome {
+        /// The collector's JSON answer.
+        case answer(Data)
+        /// Not running under heapgen (or the collector declined this process).
+        case notTraced
+        /// The request failed (errno-style reason).
+        case failed(String)
+    }
+
+    /// True when `heapgen_control` is there and this process is traced.
+    static var isAvailable: Bool { function != nil && HeapGen.isTracing }
+
+    /// What the start-up constructor got for `{"op":"track"}`.
+    static var startResult: Int { hg_testing_start_result() }
+
+    /// Sends `request` (a JSON object) and waits for the answer.
+    static func send(_ request: String) -> Outcome {
+        guard let function else { return .notTraced }
+        lock.lock()
+        defer { lock.unlock() }
+        if buffer == nil { buffer = .allocate(capacity: capacity) }
+        let rc = request.withCString { function($0, buffer, capacity) }
+        switch rc {
+        case 0...:
+            let n = min(rc, capacity - 1)
+            return .answer(Data(bytes: buffer!, count: n))
+        case -Int(ENOSYS): return .notTraced
+        case -Int(ETIMEDOUT): return .failed("heapgen did not answer within 30 s")
+        case -Int(EPIPE): return .failed("the heapgen collector went away")
+        case -Int(E2BIG): return .failed("request too large")
+        default: return .failed("heapgen_control failed (\(rc))")
+        }
+    }
+
+    /// Sends `request` and decodes the answer as `T`; failures become
+    /// ``ControlError``s (not traced included).
+    static func ask<T: Decodable>(_ request: String, as type: T.Type) throws -> T {
+        switch send(request) {
+        case .notTraced:
+            throw ControlError.notTraced
+        case .failed(let reason):
+            throw ControlError.failed(reason)
+        case .answer(let data):
+            if let error = try? JSONDecoder().decode(ErrorAnswer.self, from: data), !error.ok {
+                throw ControlError.failed("heapgen refused the request: \(error.error ?? "no reason given")")
+            }
+            do {
+                return try JSONDecoder().decode(T.self, from: data)
+            } catch {
+                throw ControlError.failed("unexpected answer from heapgen: \(String(decoding: data.prefix(300), as: UTF8.self))")
+            }
+        }
+    }
+
+    /// A JSON string literal.
+    static func quote(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            default:
+                if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
+            }
+        }
+        return out + "\""
+    }
+
+    private struct ErrorAnswer: Decodable {
+        var ok: Bool
+        var error: String?
+    }
+}
+
+enum ControlError: Error, CustomStringConvertible {
+    case notTraced
+    case failed(String)
+
+    var description: String {
+        switch self {
+        case .notTraced: "this process is not running under heapgen"
+        case .failed(let reason): reason
+        }
+    }
+}
+
+// MARK: - Answers (see Sources/HeapGenRecord/ControlChannel.swift)
+
+/// A heapgen-report/1 frame.
+struct WireFrame: Decodable {
+    var function: String?
+    var shortFunction: String?
+    var file: String?
+    var line: Int?
+    var column: Int?
+    var module: String?
+    var address: String
+    var inlined: Bool?
+}
+
+/// A heapgen-report/1 finding.
+struct WireFinding: Decodable {
+    var kind: String
+    var typeName: String?
+    var frames: [WireFrame]
+    var userFrame: Int?
+    var cycles: Int
+    var cyclesWithGrowth: Int
+    var objectsPerCycle: [Int]
+    var bytesPerCycle: [Int]
+    var averageBytesPerCycle: Int
+    var survivingObjects: UInt64
+    var survivingBytes: UInt64
+}
+
+struct GrowthAnswer: Decodable {
+    var ok: Bool
+    var marks: Int
+    var cycles: Int
+    var judgedCycles: Int
+    var warmUp: Int
+    var toleratedMisses: Int
+    var findings: [WireFinding]
+    var notes: [String]
+}
+
+struct ObjectAnswer: Decodable {
+    var ok: Bool
+    var live: Bool
+    var allocation: UInt64?
+    var typeName: String?
+    var size: UInt64?
+    var generation: Int?
+    var generationLabel: String?
+    var previousMark: String?
+    var frames: [WireFrame]?
+    var userFrame: Int?
+}
+
+struct OKAnswer: Decodable {
+    var ok: Bool
+}

@@ -1,0 +1,160 @@
+import Foundation
+import HeapGen
+
+extension HeapGen {
+    /// Fails the test when `object` is still alive `within` after the call: the
+    /// MLeaksFinder check for "this should be gone once the screen is torn down".
+    ///
+    /// ```swift
+    /// var screen: ProfileScreen? = ProfileScreen()
+    /// screen!.show()
+    /// try HeapGen.expectDeallocation(screen.take()!)      // hands over the last reference
+    ///
+    /// let model = makeModel()
+    /// try HeapGen.expectDeallocation(consume model)       // ends `model`'s lifetime here
+    /// ```
+    ///
+    /// The object is watched by address in heapgen's collector: this function takes its
+    /// address, checks with the collector that the block is live, **drops its own
+    /// reference**, and then only asks the collector (every ~20 ms) whether that block has
+    /// been freed. The caller must not keep a strong reference either: pass the last one
+    /// (`optional.take()!`, `consume variable`), or the object can never go away during the
+    /// call. A reference kept by a retain cycle, a registry, an observer or a pending
+    /// closure is what this finds. While it waits on the main thread the main run loop
+    /// runs, so teardown work queued there still happens.
+    ///
+    /// On failure the message gives the object's type, size, generation (marks seen since
+    /// tracking began, with the closing mark's label) and its allocation stack from the
+    /// first frame in your code.
+    ///
+    /// Needs heapgen (`heapgen run -- .build/debug/<Package>PackageTests.xctest`); the
+    /// collector tracks the test binary from start-up (a constructor in HeapGenTesting asks
+    /// for it). Without heapgen the test is **skipped** with a message saying so.
+    ///
+    /// - Throws: `XCTSkip` (XCTest) or a cancellation (Swift Testing) when not running under
+    ///   heapgen or when the object was allocated before tracking began.
+    public static func expectDeallocation(_ object: consuming AnyObject, within timeout: Duration = .seconds(2),
+                                          fileID: String = #fileID, file: StaticString = #filePath,
+                                          line: UInt = #line, column: UInt = #column) throws {
+        let site = CallSite(fileID: fileID, file: file, line: line, column: column)
+        let watch = try DeallocationWatch(start: copy object, site: site)
+        _ = consume object
+        while let wait = watch.nextWait(timeout: timeout) {
+            if Thread.isMainThread {
+                _ = RunLoop.current.run(mode: .default, before: Date(timeIntervalSinceNow: wait))
+            } else {
+                usleep(UInt32(wait * 1_000_000))
+            }
+            if try watch.isGone() { return }
+        }
+        watch.reportAlive(timeout: timeout)
+    }
+
+    /// The `async` form of ``expectDeallocation(_:within:fileID:file:line:column:)``: waits
+    /// with `Task.sleep`, so work on other tasks and actors (the main actor included) goes on.
+    public static func expectDeallocation(_ object: consuming AnyObject, within timeout: Duration = .seconds(2),
+                                          fileID: String = #fileID, file: StaticString = #filePath,
+                                          line: UInt = #line, column: UInt = #column) async throws {
+        let site = CallSite(fileID: fileID, file: file, line: line, column: column)
+        let watch = try DeallocationWatch(start: copy object, site: site)
+        _ = consume object
+        while let wait = watch.nextWait(timeout: timeout) {
+            try await Task.sleep(nanoseconds: UInt64(wait * 1_000_000_000))
+            if try watch.isGone() { return }
+        }
+        watch.reportAlive(timeout: timeout)
+    }
+}
+
+/// One object being watched: its address and the identity of its allocation.
+final class DeallocationWatch {
+    static let pollInterval = 0.020
+
+    let address: UInt
+    let site: CallSite
+    let clock = ContinuousClock()
+    let start: ContinuousClock.Instant
+    /// The answer while the object was certainly alive (we held it).
+    let first: ObjectAnswer
+    var last: ObjectAnswer
+
+    /// Takes the address and asks the collector about the block while `object` is
+    /// held; skips the test when that is impossible (not traced, or the block is
+    /// unknown to the collector).
+    init(start object: AnyObject, site: CallSite) throws {
+        self.site = site
+        try TestOutcome.requireHeapgen("expectDeallocation", at: site)
+        let address = UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque())
+        self.address = address
+        var answer: ObjectAnswer?
+        var failure: String?
+        withExtendedLifetime(object) {
+            do {
+                _ = try ControlClient.ask(#"{"op":"track"}"#, as: OKAnswer.self)
+                answer = try ControlClient.ask(Self.request(address), as: ObjectAnswer.self)
+            } catch ControlError.notTraced {
+                failure = nil
+            } catch {
+                failure = "\(error)"
+            }
+        }
+        self.start = clock.now
+        guard let answer else {
+            if let failure {
+                TestOutcome.fail("heapgen: expectDeallocation could not watch the object: \(failure)", at: site)
+                throw ControlError.failed(failure)
+            }
+            try TestOutcome.skip("heapgen: expectDeallocation needs the program to run under heapgen: \(TestOutcome.heapgenCommand)", at: site)
+        }
+        guard answer.live else {
+            let type = String(reflecting: Swift.type(of: object))
+            try TestOutcome.skip("heapgen: expectDeallocation cannot watch this \(type): heapgen has no live block at 0x\(String(address, radix: 16)) (allocated before tracking began, or not allocated with malloc)", at: site)
+        }
+        first = answer
+        last = answer
+    }
+
+    static func request(_ address: UInt) -> String {
+        #"{"op":"object","address":"0x"# + String(address, radix: 16) + #""}"#
+    }
+
+    /// Seconds to wait before the next question, or nil once the deadline has passed.
+    func nextWait(timeout: Duration) -> Double? {
+        let elapsed = clock.now - start
+        guard elapsed < timeout else { return nil }
+        let left = timeout - elapsed
+        let seconds = Double(left.components.seconds) + Double(left.components.attoseconds) * 1e-18
+        return min(Self.pollInterval, max(0.001, seconds))
+    }
+
+    /// True once the watched block is freed (or its address holds another block).
+    func isGone() throws -> Bool {
+        let answer: ObjectAnswer
+        do {
+            answer = try ControlClient.ask(Self.request(address), as: ObjectAnswer.self)
+        } catch {
+            TestOutcome.fail("heapgen: expectDeallocation lost the collector: \(error)", at: site)
+            throw error
+        }
+        if !answer.live || answer.allocation != first.allocation { return true }
+        last = answer
+        return false
+    }
+
+    func reportAlive(timeout: Duration) {
+        let a = last
+        let type = a.typeName ?? "object"
+        var out = "heapgen: \(type) at 0x\(String(address, radix: 16)) is still alive \(timeout) after expectDeallocation"
+        if let size = a.size { out += " (\(size) bytes)" }
+        if let g = a.generation {
+            out += "\n  allocated in generation \(g)"
+            if let label = a.generationLabel { out += " (closed by mark \"\(label)\")" }
+            else if let previous = a.previousMark { out += " (after mark \"\(previous)\")" }
+            else { out += " (before any mark)" }
+        }
+        out += "\n  allocated at:"
+        out += FrameText.lines(a.frames ?? [], from: a.userFrame, count: 5, indent: "    ")
+        out += "\n  Something still holds a strong reference: a closure capturing it, an observer, a registry, or the caller."
+        TestOutcome.fail(out, at: site)
+    }
+}

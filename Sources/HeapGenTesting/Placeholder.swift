@@ -1,1 +1,0 @@
-// HeapGenTesting (being written).

@@ -1,0 +1,31 @@
+import HeapGen
+import HeapGenTesting
+import XCTest
+
+final class ExpectNoGrowthTests: XCTestCase {
+    func testLeakyCycleFails() throws {
+        try HeapGen.expectNoGrowth(cycles: 6, warmUp: 1) {
+            showScreen { LeakyViewModel() }
+        }
+    }
+
+    func testCleanCyclePasses() throws {
+        try HeapGen.expectNoGrowth(cycles: 6, warmUp: 1) {
+            showScreen { CleanViewModel() }
+        }
+    }
+}
+
+final class ExpectDeallocationTests: XCTestCase {
+    func testRetainedObjectFails() throws {
+        var model: LeakyViewModel? = LeakyViewModel()
+        model!.onUpdate?()
+        try HeapGen.expectDeallocation(model.take()!, within: .milliseconds(300))
+    }
+
+    func testReleasedObjectPasses() throws {
+        var model: CleanViewModel? = CleanViewModel()
+        model!.onUpdate?()
+        try HeapGen.expectDeallocation(model.take()!, within: .seconds(2))
+    }
+}

@@ -1,0 +1,115 @@
+/* control.c — drives heapgen_control from C for HeapGenTestingTests.
+ *
+ *   control objects   track; a live block, then the same block after free
+ *   control malformed garbage, bad JSON, huge and oversized requests, then ping
+ *   control latency N round trips of ping and object (prints µs)
+ *   control untraced  what heapgen_control says without heapgen
+ *
+ * Each answer is printed as "<tag> <rc> <json>" on one line. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "heapgen.h"
+
+static char answer[1 << 20];
+
+static long ask(const char *tag, const char *request)
+{
+    if (!heapgen_control) {
+        printf("%s nosymbol\n", tag);
+        return -ENOSYS;
+    }
+    long rc = heapgen_control(request, answer, sizeof answer);
+    printf("%s %ld %s\n", tag, rc, rc >= 0 ? answer : "");
+    fflush(stdout);
+    return rc;
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+__attribute__((noinline)) static void *make_block(size_t n)
+{
+    void *p = malloc(n);
+    memset(p, 1, n);
+    return p;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "objects";
+    char req[256];
+    if (strcmp(mode, "objects") == 0) {
+        ask("TRACK", "{\"op\":\"track\"}");
+        void *p = make_block(1234);
+        snprintf(req, sizeof req, "{\"op\":\"object\",\"address\":\"%p\"}", p);
+        ask("LIVE", req);
+        free(p);
+        ask("FREED", req);
+        void *q = make_block(77);
+        HEAPGEN_MARK("first");
+        void *r = make_block(88);
+        snprintf(req, sizeof req, "{\"op\":\"object\",\"address\":\"%p\"}", r);
+        ask("GEN", req);
+        ask("STATUS", "{\"op\":\"status\"}");
+        free(q);
+        free(r);
+    } else if (strcmp(mode, "malformed") == 0) {
+        ask("GARBAGE", "this is not json");
+        ask("EMPTY", "");
+        ask("NESTED", "{\"op\":\"object\",\"address\":{\"x\":1}}");
+        ask("NOOP", "{\"address\":\"0x10\"}");
+        ask("UNKNOWN", "{\"op\":\"explode\"}");
+        ask("BADADDR", "{\"op\":\"object\",\"address\":\"zebra\"}");
+        ask("UNTRACKED", "{\"op\":\"object\",\"address\":\"0x1000\"}");
+        ask("NOSESSION", "{\"op\":\"growth\"}");
+        ask("BADOPT", "{\"op\":\"begin\",\"warmUp\":-3}");
+        ask("TRAILING", "{\"op\":\"ping\"} extra");
+        ask("UNTERMINATED", "{\"op\":\"ping");
+        ask("BADESCAPE", "{\"op\":\"p\\qing\"}");
+        /* 60 KiB: fits the shim's request region, over the collector's 16 KiB limit */
+        size_t big = 60 * 1024;
+        char *huge = malloc(big + 1);
+        memset(huge, '[', big);
+        huge[big] = 0;
+        ask("HUGE", huge);
+        /* 100 KiB: more than the request region */
+        char *huger = malloc(100 * 1024 + 1);
+        memset(huger, 'x', 100 * 1024);
+        huger[100 * 1024] = 0;
+        long rc = heapgen_control(huger, answer, sizeof answer);
+        printf("TOOBIG %ld %s\n", rc, rc == -E2BIG ? "E2BIG" : "?");
+        /* deep nesting must not recurse */
+        memset(huge, '{', 10 * 1024);    /* under the 16 KiB limit */
+        huge[10 * 1024] = 0;
+        ask("DEEP", huge);
+        free(huge);
+        free(huger);
+        rc = heapgen_control("{\"op\":\"ping\"}", answer, 8);
+        printf("SHORT %ld %s\n", rc, answer);
+        ask("PING", "{\"op\":\"ping\"}");
+        ask("STATUS", "{\"op\":\"status\"}");
+    } else if (strcmp(mode, "latency") == 0) {
+        int n = argc > 2 ? atoi(argv[2]) : 200;
+        heapgen_control("{\"op\":\"track\"}", answer, sizeof answer);
+        void *p = make_block(64);
+        snprintf(req, sizeof req, "{\"op\":\"object\",\"address\":\"%p\"}", p);
+        heapgen_control(req, answer, sizeof answer);   /* warm the symbolizer */
+        double t0 = now_us();
+        for (int i = 0; i < n; i++) heapgen_control("{\"op\":\"ping\"}", answer, sizeof answer);
+        double t1 = now_us();
+        for (int i = 0; i < n; i++) heapgen_control(req, answer, sizeof answer);
+        double t2 = now_us();
+        printf("LATENCY ping %.1f us object %.1f us (n=%d)\n", (t1 - t0) / n, (t2 - t1) / n, n);
+        free(p);
+    } else {
+        ask("UNTRACED", "{\"op\":\"ping\"}");
+    }
+    return 0;
+}
