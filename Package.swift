@@ -96,17 +96,20 @@ let package = Package(
             dependencies: ["HeapGen"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // Shared by the integration test targets: build products, scratch
+        // directories, processes, fixture compilation, running heapgen.
+        .target(name: "HeapGenTestSupport", path: "Tests/HeapGenTestSupport"),
         .testTarget(name: "HeapGenTraceTests", dependencies: ["HeapGenTrace"]),
-        .testTarget(name: "HeapGenReportTests", dependencies: ["HeapGenReport"], exclude: ["Fixtures"]),
-        .testTarget(name: "HeapGenGateTests", dependencies: ["HeapGenGate", "HeapGenReport"], exclude: ["Fixtures"]),
+        .testTarget(name: "HeapGenReportTests", dependencies: ["HeapGenReport", "HeapGenTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "HeapGenGateTests", dependencies: ["HeapGenGate", "HeapGenReport", "HeapGenTestSupport"], exclude: ["Fixtures"]),
         .testTarget(
             name: "HeapGenDiffExportTests",
-            dependencies: ["HeapGenDiff", "HeapGenExport", "HeapGenTrace"],
+            dependencies: ["HeapGenDiff", "HeapGenExport", "HeapGenTrace", "HeapGenTestSupport"],
             exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "HeapGenTestingTests",
-            dependencies: ["HeapGenTesting", "HeapGen"],
+            dependencies: ["HeapGenTesting", "HeapGen", "HeapGenTestSupport"],
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "HeapGenAnalysisTests", dependencies: ["HeapGenAnalysis", "HeapGenTrace"]),
@@ -117,7 +120,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeapGenRecordTests",
-            dependencies: ["HeapGenTrace"],
+            dependencies: ["HeapGenTrace", "HeapGenTestSupport"],
             exclude: ["Fixtures"]
         ),
     ]

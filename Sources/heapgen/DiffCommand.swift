@@ -111,15 +111,6 @@ struct DiffCommand: ParsableCommand {
                 throw ExitCode(ExitCodes.heapgenFailed)
             }
         }
-        guard let output else {
-            let out = OutputBuffer()
-            out.write(text)
-            out.flush()
-            return
-        }
-        if let problem = ReportOptions.write(text, to: output) {
-            standardError("heapgen: cannot write the diff \(output): \(problem)\n")
-            throw ExitCode(ExitCodes.heapgenFailed)
-        }
+        try OutputFile.emit(text, to: output, what: "diff")
     }
 }

@@ -88,34 +88,9 @@ struct ExportCommand: ParsableCommand {
             (bytes, notes) = (Array(rendered.text.utf8), rendered.notes)
         }
         for note in notes { standardError("heapgen: note: \(note)\n") }
-        if let problem = Self.write(bytes, to: output) {
+        if let problem = OutputFile.write(bytes, to: output) {
             standardError("heapgen: cannot write \(output ?? "standard output"): \(problem)\n")
             throw ExitCode(ExitCodes.heapgenFailed)
-        }
-    }
-
-    /// Writes `bytes` to `path` (created or truncated, mode 0600, never through a symbolic
-    /// link) or to standard output; returns a description of the failure, or nil.
-    static func write(_ bytes: [UInt8], to path: String?) -> String? {
-        let fd: Int32
-        if let path {
-            fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode_t(0o600))
-            if fd < 0 { return String(cString: strerror(errno)) }
-            _ = fchmod(fd, mode_t(0o600))
-        } else {
-            fd = 1
-        }
-        defer { if path != nil { close(fd) } }
-        return bytes.withUnsafeBytes { buf -> String? in
-            guard let base = buf.baseAddress else { return nil }
-            var off = 0
-            while off < buf.count {
-                let n = Glibc.write(fd, base + off, buf.count - off)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return String(cString: strerror(errno)) }
-                off += n
-            }
-            return nil
         }
     }
 }

@@ -1,3 +1,5 @@
+import ArgumentParser
+import HeapGenRecord
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,20 +28,71 @@ final class OutputBuffer {
     }
 
     func flush() {
-        bytes.withUnsafeBytes { buf in
-            guard let base = buf.baseAddress else { return }
-            var off = 0
-            while off < buf.count {
-                let n = Glibc.write(fd, base + off, buf.count - off)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { break }
-                off += n
-            }
-        }
+        bytes.withUnsafeBytes { _ = OutputFile.writeAll($0, to: fd) }
         bytes.removeAll(keepingCapacity: true)
     }
 
     deinit { flush() }
+}
+
+/// A command's output (`--output PATH`, or standard output).
+enum OutputFile {
+    /// Writes `bytes` to `path` (created or truncated, mode 0600, never through a symbolic
+    /// link) or, with no path, to standard output unbuffered; returns a description of the
+    /// failure, or nil.
+    static func write(_ bytes: UnsafeRawBufferPointer, to path: String?) -> String? {
+        let fd: Int32
+        if let path {
+            fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode_t(0o600))
+            if fd < 0 { return String(cString: strerror(errno)) }
+            // O_TRUNC keeps the mode of an existing file: outputs name files and arguments.
+            _ = fchmod(fd, mode_t(0o600))
+        } else {
+            fd = 1
+        }
+        defer { if path != nil { close(fd) } }
+        return writeAll(bytes, to: fd)
+    }
+
+    /// `write(_:to:)` for bytes.
+    static func write(_ bytes: [UInt8], to path: String?) -> String? {
+        bytes.withUnsafeBytes { write($0, to: path) }
+    }
+
+    /// `write(_:to:)` for UTF-8 text.
+    static func write(_ text: String, to path: String?) -> String? {
+        var text = text
+        return text.withUTF8 { write(UnsafeRawBufferPointer($0), to: path) }
+    }
+
+    /// Prints `text` to standard output (buffered), or writes it to `path`. A failure prints
+    /// `heapgen: cannot write the WHAT PATH: PROBLEM` and becomes exit status 125.
+    static func emit(_ text: String, to path: String?, what: String) throws {
+        guard let path else {
+            let out = OutputBuffer()
+            out.write(text)
+            out.flush()
+            return
+        }
+        if let problem = write(text, to: path) {
+            standardError("heapgen: cannot write the \(what) \(path): \(problem)\n")
+            throw ExitCode(ExitCodes.heapgenFailed)
+        }
+    }
+
+    /// Writes all of `bytes` to `fd`, retrying after EINTR; returns a description of the
+    /// failure, or nil.
+    static func writeAll(_ bytes: UnsafeRawBufferPointer, to fd: Int32) -> String? {
+        guard let base = bytes.baseAddress else { return nil }
+        var off = 0
+        while off < bytes.count {
+            let n = Glibc.write(fd, base + off, bytes.count - off)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return String(cString: strerror(errno)) }
+            off += n
+        }
+        return nil
+    }
 }
 
 func standardError(_ text: String) {

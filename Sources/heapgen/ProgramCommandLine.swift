@@ -27,4 +27,20 @@ enum ProgramCommandLine {
             throw ValidationError("--ring-slots must be a power of two between \(Recorder.minRingSlots) and \(Recorder.maxRingSlots).")
         }
     }
+
+    /// The `RecordOptions` for the validated program words `command` (a leading `--`
+    /// is dropped) and the recording options shared by `record` and `run`;
+    /// exits with the usage status when there is no program.
+    static func recordOptions(command: [String], output: String?, noFollowFork: Bool, noFollowExec: Bool,
+                              ringSlots: Int?, quiet: Bool, markEvery: String?, settle: String?) throws -> RecordOptions {
+        var program = command
+        if program.first == "--" { program.removeFirst() }
+        guard let name = program.first else { throw ExitCode(ExitCodes.usage) }
+        var options = RecordOptions(program: name, arguments: Array(program.dropFirst()), output: output,
+                                    followFork: !noFollowFork, followExec: !noFollowExec,
+                                    ringSlots: ringSlots, quiet: quiet)
+        options.markEveryNanoseconds = markEvery.flatMap(DurationArgument.nanoseconds) ?? 0
+        options.settleNanoseconds = settle.flatMap(DurationArgument.nanoseconds) ?? 0
+        return options
+    }
 }

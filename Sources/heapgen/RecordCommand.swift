@@ -52,36 +52,18 @@ struct RecordCommand: ParsableCommand {
         "The program to run and its arguments (put them after --).", valueName: "program"))
     var command: [String] = []
 
+    static let usage = "heapgen record [options] -- PROGRAM [ARGS...]"
+
     mutating func validate() throws {
-        // Passthrough capture takes everything from the first word it does not know.
-        if command.first == "-h" || command.first == "--help" { throw CleanExit.helpRequest(self) }
-        if let first = command.first, first.hasPrefix("-"), first != "--" {
-            throw ValidationError("Unknown option '\(first)'. Put the program after --: heapgen record [options] -- PROGRAM [ARGS...]")
-        }
-        if command.first == "--" { command.removeFirst() }
-        if command.isEmpty {
-            throw ValidationError("Missing the program to run: heapgen record [options] -- PROGRAM [ARGS...]")
-        }
-        for (flag, value) in [("--mark-every", markEvery), ("--settle", settle)] {
-            if let value, DurationArgument.nanoseconds(value) == nil {
-                throw ValidationError("\(flag) takes a duration such as 2s or 500ms, not '\(value)'.")
-            }
-        }
-        if let ringSlots, !Recorder.validRingSlots(ringSlots) {
-            throw ValidationError("--ring-slots must be a power of two between \(Recorder.minRingSlots) and \(Recorder.maxRingSlots).")
-        }
+        try ProgramCommandLine.validate(self, command: &command, usage: Self.usage,
+                                        markEvery: markEvery, settle: settle, ringSlots: ringSlots)
     }
 
     func run() throws {
-        var program = command
-        if program.first == "--" { program.removeFirst() }
-        guard let name = program.first else { throw ExitCode(ExitCodes.usage) }
-        var options = RecordOptions(program: name, arguments: Array(program.dropFirst()), output: output,
-                                    followFork: !noFollowFork, followExec: !noFollowExec,
-                                    ringSlots: ringSlots, quiet: quiet)
+        var options = try ProgramCommandLine.recordOptions(
+            command: command, output: output, noFollowFork: noFollowFork, noFollowExec: noFollowExec,
+            ringSlots: ringSlots, quiet: quiet, markEvery: markEvery, settle: settle)
         options.stats = stats
-        options.markEveryNanoseconds = markEvery.flatMap(DurationArgument.nanoseconds) ?? 0
-        options.settleNanoseconds = settle.flatMap(DurationArgument.nanoseconds) ?? 0
         let status = Recorder(options: options).run()
         if status != 0 { throw ExitCode(status) }
     }

@@ -64,37 +64,6 @@ struct ReportOptions: ParsableArguments {
                 throw ExitCode(ExitCodes.heapgenFailed)
             }
         }
-        guard let output else {
-            let out = OutputBuffer()
-            out.write(text)
-            out.flush()
-            return
-        }
-        if let problem = Self.write(text, to: output) {
-            standardError("heapgen: cannot write the report \(output): \(problem)\n")
-            throw ExitCode(ExitCodes.heapgenFailed)
-        }
-    }
-
-    /// Writes `text` to `path` (created or truncated, mode 0600, never through a symbolic
-    /// link); returns a description of the failure, or nil.
-    static func write(_ text: String, to path: String) -> String? {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode_t(0o600))
-        if fd < 0 { return String(cString: strerror(errno)) }
-        defer { close(fd) }
-        // O_TRUNC keeps the mode of an existing file: reports name files and arguments.
-        _ = fchmod(fd, mode_t(0o600))
-        var text = text
-        return text.withUTF8 { buf -> String? in
-            guard let base = buf.baseAddress else { return nil }
-            var off = 0
-            while off < buf.count {
-                let n = Glibc.write(fd, base + off, buf.count - off)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return String(cString: strerror(errno)) }
-                off += n
-            }
-            return nil
-        }
+        try OutputFile.emit(text, to: output, what: "report")
     }
 }

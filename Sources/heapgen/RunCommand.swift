@@ -76,14 +76,14 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
-        var program = command
-        if program.first == "--" { program.removeFirst() }
-        guard let name = program.first else { throw ExitCode(ExitCodes.usage) }
+        let temporary = trace == nil
+        var options = try ProgramCommandLine.recordOptions(
+            command: command, output: nil, noFollowFork: noFollowFork, noFollowExec: noFollowExec,
+            ringSlots: ringSlots, quiet: temporary && !keepTrace, markEvery: markEvery, settle: settle)
         // Gate files are read before the program runs: a typo costs no run.
         let policy = gate.isUsed ? try gate.loadPolicy() : nil
 
         // Where the trace goes.
-        let temporary = trace == nil
         let tracePath: String
         if let trace {
             tracePath = trace
@@ -97,11 +97,7 @@ struct RunCommand: ParsableCommand {
         }
 
         // Record.
-        var options = RecordOptions(program: name, arguments: Array(program.dropFirst()), output: tracePath,
-                                    followFork: !noFollowFork, followExec: !noFollowExec,
-                                    ringSlots: ringSlots, quiet: temporary && !keepTrace)
-        options.markEveryNanoseconds = markEvery.flatMap(DurationArgument.nanoseconds) ?? 0
-        options.settleNanoseconds = settle.flatMap(DurationArgument.nanoseconds) ?? 0
+        options.output = tracePath
         let recorder = Recorder(options: options)
         let status = recorder.run()
         let written = (recorder.rootTracePath.map { [$0] } ?? []) + recorder.otherTracePaths

@@ -1,6 +1,7 @@
 // The protobuf encoder, the gzip writer and CRC-32.
 
 import Foundation
+import HeapGenTestSupport
 import HeapGenExport
 import XCTest
 
@@ -80,7 +81,7 @@ struct DecodedField {
 func readVarint(_ data: [UInt8], _ i: inout Int) throws -> UInt64 {
     var value: UInt64 = 0, shift: UInt64 = 0
     while true {
-        guard i < data.count, shift < 64 else { throw SupportError("bad varint") }
+        guard i < data.count, shift < 64 else { throw TestSupportError("bad varint") }
         let b = data[i]
         i += 1
         value |= UInt64(b & 0x7f) << shift
@@ -98,10 +99,10 @@ func decode(_ data: [UInt8]) throws -> [DecodedField] {
         case 0: out.append(DecodedField(number: Int(key >> 3), varint: try readVarint(data, &i)))
         case 2:
             let n = Int(try readVarint(data, &i))
-            guard i + n <= data.count else { throw SupportError("truncated field") }
+            guard i + n <= data.count else { throw TestSupportError("truncated field") }
             out.append(DecodedField(number: Int(key >> 3), bytes: Array(data[i..<(i + n)])))
             i += n
-        default: throw SupportError("unexpected wire type \(key & 7)")
+        default: throw TestSupportError("unexpected wire type \(key & 7)")
         }
     }
     return out
@@ -125,7 +126,7 @@ final class GzipTests: XCTestCase {
 
     /// `gzip -dc` reads back exactly what went in: empty, small, one full block, several blocks.
     func testGzipDecompressesWhatWasWritten() throws {
-        let gzip = try findExecutable("gzip", hint: "install gzip")
+        let gzip = try tool("gzip", hint: "install gzip")
         var random = SystemRandomNumberGenerator()
         let inputs: [[UInt8]] = [
             [],
@@ -135,10 +136,10 @@ final class GzipTests: XCTestCase {
             (0..<200_000).map { _ in UInt8.random(in: 0...255, using: &random) },
         ]
         for input in inputs {
-            let result = try spawnAndWait(gzip, ["-dc"], stdin: Gzip.wrap(input))
+            let result = try runProcess(gzip, ["-dc"], stdin: Data(Gzip.wrap(input)))
             XCTAssertEqual(result.status, 0, result.transcript)
             XCTAssertEqual([UInt8](result.stdout), input, "\(input.count) bytes")
-            let test = try spawnAndWait(gzip, ["-t"], stdin: Gzip.wrap(input))
+            let test = try runProcess(gzip, ["-t"], stdin: Data(Gzip.wrap(input)))
             XCTAssertEqual(test.status, 0, "gzip -t: CRC and size check, \(input.count) bytes:\n\(test.transcript)")
         }
     }

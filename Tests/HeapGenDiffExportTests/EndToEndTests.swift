@@ -2,6 +2,7 @@
 // built heapgen (fixture: Fixtures/leaky.c), pprof output read by Go's pprof.
 
 import Foundation
+import HeapGenTestSupport
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -16,8 +17,8 @@ final class DiffEndToEndTests: XCTestCase {
     /// `--from 1 --to 4`: three cycles of leak_some (3 × 48 bytes each) added and nothing
     /// removed; churn's block replaced (one added, one removed, no change); scratch never live.
     func testDiffBetweenMarksGivesExactAddedAndRemoved() throws {
-        let trace = try Heapgen.record(try Fixture.c(Self.source))
-        let diff = try Heapgen.json(["diff", trace, "--from", "1", "--to", "4", "--format", "json"])
+        let trace = try HeapGenCLI.record(try Fixture.c(Self.source))
+        let diff = try HeapGenCLI.json(["diff", trace, "--from", "1", "--to", "4", "--format", "json"])
         XCTAssertEqual(diff["schema"] as? String, "heapgen-diff/1")
         XCTAssertEqual(diff["mode"] as? String, "marks")
         let entries = diff.diffEntries
@@ -59,7 +60,7 @@ final class DiffEndToEndTests: XCTestCase {
         XCTAssertEqual((new?["point"] as? [String: Any])?["label"] as? String, "cycle")
 
         // The same as text: the leaky site first, with its file and line.
-        let text = try Heapgen.succeed(["diff", trace, "--from", "1", "--to", "4"]).stdoutText
+        let text = try HeapGenCLI.succeed(["diff", trace, "--from", "1", "--to", "4"]).stdoutText
         XCTAssertTrue(text.contains("leak_some  leaky.c:\(try leakLine())"), text)
         XCTAssertTrue(text.contains("+432 B"), text)
         XCTAssertLessThan(try XCTUnwrap(text.range(of: "leak_some")).lowerBound,
@@ -68,38 +69,38 @@ final class DiffEndToEndTests: XCTestCase {
 
     /// Labels, start and end as points; ambiguous labels and backwards diffs are usage errors.
     func testPointsByLabelStartAndEnd() throws {
-        let trace = try Heapgen.record(try Fixture.c(Self.source))
-        let all = try Heapgen.json(["diff", trace, "--from", "start", "--to", "done", "--format", "json"])
+        let trace = try HeapGenCLI.record(try Fixture.c(Self.source))
+        let all = try HeapGenCLI.json(["diff", trace, "--from", "start", "--to", "done", "--format", "json"])
         let leak = try XCTUnwrap(all.diffEntries.first { $0.function == "leak_some" })
         XCTAssertEqual(leak.int("objectsBefore"), 0)
         XCTAssertEqual(leak.amount("added")?.objects, 18)
-        let info = try Heapgen.json(["info", trace, "--format", "json"])
-        let toEnd = try Heapgen.json(["diff", trace, "--from", "start", "--to", "end", "--format", "json"])
+        let info = try HeapGenCLI.json(["info", trace, "--format", "json"])
+        let toEnd = try HeapGenCLI.json(["diff", trace, "--from", "start", "--to", "end", "--format", "json"])
         XCTAssertEqual(jsonInt(toEnd.diffTotals["bytesAfter"]), jsonInt(info["liveBytes"]))
         XCTAssertEqual(jsonInt(toEnd.diffTotals["objectsAfter"]), jsonInt(info["liveObjects"]))
 
-        let ambiguous = try Heapgen.run(["diff", trace, "--from", "cycle", "--to", "done"])
+        let ambiguous = try HeapGenCLI.run(["diff", trace, "--from", "cycle", "--to", "done"])
         XCTAssertEqual(ambiguous.status, 64, ambiguous.transcript)
         XCTAssertTrue(ambiguous.stderrText.contains("labelled \"cycle\""), ambiguous.transcript)
-        let missing = try Heapgen.run(["diff", trace, "--from", "1", "--to", "42"])
+        let missing = try HeapGenCLI.run(["diff", trace, "--from", "1", "--to", "42"])
         XCTAssertEqual(missing.status, 64, missing.transcript)
-        let backwards = try Heapgen.run(["diff", trace, "--from", "4", "--to", "1"])
+        let backwards = try HeapGenCLI.run(["diff", trace, "--from", "4", "--to", "1"])
         XCTAssertEqual(backwards.status, 64, backwards.transcript)
-        let noTo = try Heapgen.run(["diff", trace, "--from", "1"])
+        let noTo = try HeapGenCLI.run(["diff", trace, "--from", "1"])
         XCTAssertEqual(noTo.status, 64, noTo.transcript)
-        let absent = try Heapgen.run(["diff", trace + ".missing", "--from", "1", "--to", "2"])
+        let absent = try HeapGenCLI.run(["diff", trace + ".missing", "--from", "1", "--to", "2"])
         XCTAssertEqual(absent.status, 66, absent.transcript)
     }
 
     /// The same program twice (different ASLR): every site matched, nothing changed.
     func testTwoRunsOfOneProgramMatchWithZeroDeltas() throws {
         let program = try Fixture.c(Self.source)
-        let a = try Heapgen.record(program), b = try Heapgen.record(program)
+        let a = try HeapGenCLI.record(program), b = try HeapGenCLI.record(program)
         if (try? String(contentsOfFile: "/proc/sys/kernel/randomize_va_space", encoding: .utf8))?.hasPrefix("0") == false {
             let biasA = try executableBias(a, program), biasB = try executableBias(b, program)
             XCTAssertNotEqual(biasA, biasB, "ASLR is on: the two runs should load the program at different addresses")
         }
-        let diff = try Heapgen.json(["diff", a, b, "--format", "json"])
+        let diff = try HeapGenCLI.json(["diff", a, b, "--format", "json"])
         XCTAssertEqual(diff["mode"] as? String, "traces")
         let entries = diff.diffEntries
         let context = entries.map(\.description).joined(separator: "\n")
@@ -114,15 +115,15 @@ final class DiffEndToEndTests: XCTestCase {
         XCTAssertEqual(jsonInt(diff.diffTotals["changedEntries"]), 0)
         let leak = try XCTUnwrap(entries.first { $0.function == "leak_some" }, context)
         XCTAssertEqual(leak.int("bytesAfter"), 18 * 48, "the final snapshot is the last mark, after all six cycles")
-        let text = try Heapgen.succeed(["diff", a, b]).stdoutText
+        let text = try HeapGenCLI.succeed(["diff", a, b]).stdoutText
         XCTAssertTrue(text.contains("No site changed"), text)
     }
 
     /// A variant that leaks twice as much: the leaky site grows by what the variant adds.
     func testVariantLeakingTwiceAsMuchShowsThePositiveDelta() throws {
         let program = try Fixture.c(Self.source)
-        let base = try Heapgen.record(program), doubled = try Heapgen.record(program, ["2"])
-        let diff = try Heapgen.json(["diff", base, doubled, "--format", "json"])
+        let base = try HeapGenCLI.record(program), doubled = try HeapGenCLI.record(program, ["2"])
+        let diff = try HeapGenCLI.json(["diff", base, doubled, "--format", "json"])
         let entries = diff.diffEntries
         let context = entries.map(\.description).joined(separator: "\n")
         let leak = try XCTUnwrap(entries.first, context)
@@ -136,13 +137,13 @@ final class DiffEndToEndTests: XCTestCase {
         for e in entries.dropFirst() { XCTAssertEqual(e.int("bytesDelta"), 0, context) }
         XCTAssertEqual(jsonInt(diff.diffTotals["bytesDelta"]), 18 * 48)
         // At an earlier mark of both: after two cycles, 2 × 3 more blocks.
-        let early = try Heapgen.json(["diff", base, doubled, "--at", "2", "--format", "json"])
+        let early = try HeapGenCLI.json(["diff", base, doubled, "--at", "2", "--format", "json"])
         XCTAssertEqual(early.diffEntries.first?.int("objectsDelta"), 6, early.diffEntries.map(\.description).joined(separator: "\n"))
     }
 
     /// The load bias of `program` in `trace`, from `heapgen dump`.
     func executableBias(_ trace: String, _ program: String) throws -> String {
-        let dump = try Heapgen.succeed(["dump", trace]).stdoutText
+        let dump = try HeapGenCLI.succeed(["dump", trace]).stdoutText
         let line = try XCTUnwrap(dump.split(separator: "\n").first { $0.hasPrefix("module ") && $0.contains("\"\(program)\"") })
         return String(line.split(separator: " ")[1])
     }
@@ -153,8 +154,8 @@ final class ExportEndToEndTests: XCTestCase {
 
     /// Collapsed stacks add up to what `heapgen info` says is live, for every sample type.
     func testCollapsedTotalsEqualInfo() throws {
-        let trace = try Heapgen.record(try Fixture.c(Self.source))
-        let info = try Heapgen.json(["info", trace, "--format", "json"])
+        let trace = try HeapGenCLI.record(try Fixture.c(Self.source))
+        let info = try HeapGenCLI.json(["info", trace, "--format", "json"])
         let allocations = info["allocations"] as? [String: Any] ?? [:]
         let allocatedBytes = allocations.values.compactMap { jsonInt(($0 as? [String: Any])?["bytes"]) }.reduce(0, +)
         let expected: [(String?, Int?)] = [
@@ -164,29 +165,29 @@ final class ExportEndToEndTests: XCTestCase {
         ]
         for (sample, total) in expected {
             let args = ["export", trace, "--format", "collapsed"] + (sample.map { ["--sample", $0] } ?? [])
-            let text = try Heapgen.succeed(args).stdoutText
+            let text = try HeapGenCLI.succeed(args).stdoutText
             let lines = text.split(separator: "\n")
             XCTAssertEqual(Set(lines.map { $0.split(separator: " ").dropLast().joined(separator: " ") }).count, lines.count,
                            "one line per stack")
             let sum = lines.compactMap { Int($0.split(separator: " ").last ?? "") }.reduce(0, +)
             XCTAssertEqual(sum, total, "\(sample ?? "default"):\n\(text)")
         }
-        let text = try Heapgen.succeed(["export", trace, "--format", "collapsed"]).stdoutText
+        let text = try HeapGenCLI.succeed(["export", trace, "--format", "collapsed"]).stdoutText
         let leak = try XCTUnwrap(text.split(separator: "\n").first { $0.hasSuffix(";leak_some \(18 * 48)") }, text)
         XCTAssertTrue(leak.hasPrefix("_start;") || leak.contains("main;leak_some"), "outermost first: \(leak)")
 
         // At a mark: what info says was live there.
         let marks = info["marks"] as? [[String: Any]] ?? []
-        let atMark = try Heapgen.succeed(["export", trace, "--format", "collapsed", "--at", "3"]).stdoutText
+        let atMark = try HeapGenCLI.succeed(["export", trace, "--format", "collapsed", "--at", "3"]).stdoutText
         XCTAssertEqual(atMark.split(separator: "\n").compactMap { Int($0.split(separator: " ").last ?? "") }.reduce(0, +),
                        jsonInt(marks.first { jsonInt($0["index"]) == 3 }?["liveBytes"]), atMark)
     }
 
     /// Go's pprof reads the profile: sample types, the leaky function's in-use bytes, generation labels.
     func testPprofReadBackByGoPprof() throws {
-        let trace = try Heapgen.record(try Fixture.c(Self.source))
-        let profile = try Paths.freshDirectory("pprof") + "/heap.pb.gz"
-        _ = try Heapgen.succeed(["export", trace, "--format", "pprof", "--output", profile])
+        let trace = try HeapGenCLI.record(try Fixture.c(Self.source))
+        let profile = try TestPaths.freshDirectory("pprof") + "/heap.pb.gz"
+        _ = try HeapGenCLI.succeed(["export", trace, "--format", "pprof", "--output", profile])
         let go = try GoTool.path()
 
         let raw = try GoTool.pprof(go, ["-raw", profile])
@@ -213,14 +214,14 @@ final class ExportEndToEndTests: XCTestCase {
     }
 
     func testUsageErrors() throws {
-        let trace = try Heapgen.record(try Fixture.c(Self.source))
-        let sampleWithPprof = try Heapgen.run(["export", trace, "--format", "pprof", "--sample", "inuse_space", "--output", "/dev/null"])
+        let trace = try HeapGenCLI.record(try Fixture.c(Self.source))
+        let sampleWithPprof = try HeapGenCLI.run(["export", trace, "--format", "pprof", "--sample", "inuse_space", "--output", "/dev/null"])
         XCTAssertEqual(sampleWithPprof.status, 64, sampleWithPprof.transcript)
-        let badSample = try Heapgen.run(["export", trace, "--format", "collapsed", "--sample", "bogus"])
+        let badSample = try HeapGenCLI.run(["export", trace, "--format", "collapsed", "--sample", "bogus"])
         XCTAssertEqual(badSample.status, 64, badSample.transcript)
-        let badPoint = try Heapgen.run(["export", trace, "--format", "collapsed", "--at", "nope"])
+        let badPoint = try HeapGenCLI.run(["export", trace, "--format", "collapsed", "--at", "nope"])
         XCTAssertEqual(badPoint.status, 64, badPoint.transcript)
-        let noFormat = try Heapgen.run(["export", trace])
+        let noFormat = try HeapGenCLI.run(["export", trace])
         XCTAssertEqual(noFormat.status, 64, noFormat.transcript)
     }
 }
@@ -237,24 +238,24 @@ enum GoTool {
             var env = ProcessInfo.processInfo.environment
             env["DEBIAN_FRONTEND"] = "noninteractive"
             let install = ["install", "-y", "--no-install-recommends", "golang-go"]
-            let result = try sudo.map { try spawnAndWait($0, ["-n", aptGet] + install, environment: env, timeout: 600) }
-                ?? spawnAndWait(aptGet, install, environment: env, timeout: 600)
+            let result = try sudo.map { try runProcess($0, ["-n", aptGet] + install, environment: env, timeout: 600) }
+                ?? runProcess(aptGet, install, environment: env, timeout: 600)
             log = result.transcript
         }
         if let go = lookupExecutable("go") { return go }
-        throw SupportError("Go's pprof is needed to read the exported profile back, and `go` is missing: install Debian's golang-go (apt-get install -y golang-go; .ci/run does).\n\(log)")
+        throw TestSupportError("Go's pprof is needed to read the exported profile back, and `go` is missing: install Debian's golang-go (apt-get install -y golang-go; .ci/run does).\n\(log)")
     }
 
     /// `go tool pprof -symbolize=none ARGS`, required to exit 0; its standard output.
     static func pprof(_ go: String, _ arguments: [String]) throws -> String {
         var env = ProcessInfo.processInfo.environment
-        let home = try Paths.freshDirectory("gohome")
+        let home = try TestPaths.freshDirectory("gohome")
         if env["HOME"] == nil { env["HOME"] = home }
         env["PPROF_TMPDIR"] = home
         env["GOCACHE"] = env["GOCACHE"] ?? home + "/cache"
         env["GOTOOLCHAIN"] = "local"
-        let result = try spawnAndWait(go, ["tool", "pprof", "-symbolize=none"] + arguments, environment: env, timeout: 300)
-        guard result.status == 0 else { throw SupportError("go tool pprof failed:\n\(result.transcript)") }
+        let result = try runProcess(go, ["tool", "pprof", "-symbolize=none"] + arguments, environment: env, timeout: 300)
+        guard result.status == 0 else { throw TestSupportError("go tool pprof failed:\n\(result.transcript)") }
         return result.stdoutText
     }
 }

@@ -2,6 +2,7 @@
 // reallocUndo, Swift types, generations, points.
 
 import Foundation
+import HeapGenTestSupport
 import HeapGenDiff
 import HeapGenExport
 import HeapGenSymbolication
@@ -15,7 +16,7 @@ final class SyntheticTrace {
     private var time: UInt64 = 1
 
     init() throws {
-        path = try Paths.freshDirectory("synthetic") + "/s.trace"
+        path = try TestPaths.freshDirectory("synthetic") + "/s.trace"
         writer = try TraceWriter(path: path, process: ProcessRecord(
             pid: 7, ppid: 1, origin: .root, executable: "/bin/none", arguments: ["none"], startUnixNanoseconds: 1))
         writer.defineStack(id: 1, frames: [0x1000, 0x2000])

@@ -2,6 +2,7 @@
 // program's output, suppressions, baselines, limits, and the JUnit / SARIF / Markdown files.
 
 import Foundation
+import HeapGenTestSupport
 import FoundationXML
 import HeapGenGate
 import HeapGenReport
@@ -11,14 +12,14 @@ final class GateIntegrationTests: XCTestCase {
     func gateFixture() throws -> String { try GateFixture.c("gate.c") }
 
     func write(_ text: String, _ name: String) throws -> String {
-        let path = try GPaths.freshDirectory("files") + "/" + name
+        let path = try TestPaths.freshDirectory("files") + "/" + name
         try text.write(toFile: path, atomically: false, encoding: .utf8)
         return path
     }
 
     func testFailOnAbandonedExits23OnLeakyAndProgramStatusOtherwise() throws {
         let fixture = try gateFixture()
-        let leaky = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--", fixture, "leaky"])
+        let leaky = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--", fixture, "leaky"])
         XCTAssertEqual(leaky.status, 23, leaky.transcript)
         let line = try GateFixture.lines("gate.c", containing: "struct node *n = malloc").first!
         XCTAssertTrue(leaky.stderrLines.contains("heapgen: gate failed: 1 abandoned site (+192 B per cycle): blocks at leak_session (gate.c:\(line))"),
@@ -26,21 +27,21 @@ final class GateIntegrationTests: XCTestCase {
         XCTAssertEqual(leaky.stderrLines.last, "SUMMARY: heapgen: gate failed: 1 abandoned site (+192 B per cycle).", leaky.transcript)
         XCTAssertTrue(leaky.stdoutText.contains("Abandoned memory"), "the report still goes to stdout:\n\(leaky.transcript)")
 
-        let clean = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--", fixture, "clean"])
+        let clean = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--", fixture, "clean"])
         XCTAssertEqual(clean.status, 0, clean.transcript)
         XCTAssertTrue(clean.stderrLines.last?.hasPrefix("SUMMARY: heapgen: gate passed: no abandoned memory above 0 B per cycle over 7 cycles") == true,
                       clean.transcript)
         // The gate holds: the program's own status; it fails: 23 whatever the program said.
-        let cleanFailing = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--", fixture, "clean", "3"])
+        let cleanFailing = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--", fixture, "clean", "3"])
         XCTAssertEqual(cleanFailing.status, 3, cleanFailing.transcript)
-        let leakyFailing = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--", fixture, "leaky", "3"])
+        let leakyFailing = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--", fixture, "leaky", "3"])
         XCTAssertEqual(leakyFailing.status, 23, leakyFailing.transcript)
         // Without gate options, run keeps its old behaviour.
-        let plain = try GateHeapgen.run(["run", "--", fixture, "leaky"])
+        let plain = try HeapGenCLI.run(["run", "--", fixture, "leaky"])
         XCTAssertEqual(plain.status, 0, plain.transcript)
         XCTAssertFalse(plain.stderrText.contains("SUMMARY: heapgen: gate"), plain.transcript)
         // A bad criterion is a usage error.
-        let bad = try GateHeapgen.run(["run", "--fail-on", "abandoned,leeks", "--", fixture, "leaky"])
+        let bad = try HeapGenCLI.run(["run", "--fail-on", "abandoned,leeks", "--", fixture, "leaky"])
         XCTAssertEqual(bad.status, 64, bad.transcript)
         XCTAssertTrue(bad.stderrText.contains("leeks"), bad.transcript)
     }
@@ -49,8 +50,8 @@ final class GateIntegrationTests: XCTestCase {
     /// gate runs after the program has exited normally, so nothing is lost.
     func testProgramOutputSurvivesAFailingGateByteForByte() throws {
         let fixture = try gateFixture()
-        let out = try GPaths.freshDirectory("out") + "/report.txt"
-        let r = try GateHeapgen.run(["run", "--output", out, "--fail-on", "abandoned", "--", fixture, "leaky", "0"])
+        let out = try TestPaths.freshDirectory("out") + "/report.txt"
+        let r = try HeapGenCLI.run(["run", "--output", out, "--fail-on", "abandoned", "--", fixture, "leaky", "0"])
         XCTAssertEqual(r.status, 23, r.transcript)
         XCTAssertEqual(r.stdoutText, "gate-fixture: mode leaky\ngate-fixture: last words, no newline, status 0", r.transcript)
         XCTAssertTrue(r.stderrText.hasPrefix("gate-fixture: stderr line\n"), r.transcript)
@@ -59,7 +60,7 @@ final class GateIntegrationTests: XCTestCase {
     func testSuppressionFileTurnsAFailureIntoSuccessAndIsCounted() throws {
         let fixture = try gateFixture()
         let supp = try write("# known: the session registry\nleak:leak_session\n\ntype:NoSuchType\n", "lsan.supp")
-        let r = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--suppressions", supp, "--print-suppressions",
+        let r = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--suppressions", supp, "--print-suppressions",
                                      "--", fixture, "leaky"])
         XCTAssertEqual(r.status, 0, r.transcript)
         let lines = r.stderrLines
@@ -78,39 +79,39 @@ final class GateIntegrationTests: XCTestCase {
     func testBadSuppressionFileIsAUsageErrorBeforeTheProgramRuns() throws {
         let fixture = try gateFixture()
         let supp = try write("leak:ok\n# fine\nlek:leak_session\n", "bad.supp")
-        let r = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--suppressions", supp, "--", fixture, "leaky"])
+        let r = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--suppressions", supp, "--", fixture, "leaky"])
         XCTAssertEqual(r.status, 64, r.transcript)
         XCTAssertTrue(r.stderrText.contains("bad.supp:3: unknown kind 'lek'"), r.transcript)
         XCTAssertEqual(r.stdout.count, 0, "the program did not run:\n\(r.transcript)")
-        let missing = try GateHeapgen.run(["run", "--suppressions", "/nonexistent.supp", "--", fixture, "leaky"])
+        let missing = try HeapGenCLI.run(["run", "--suppressions", "/nonexistent.supp", "--", fixture, "leaky"])
         XCTAssertEqual(missing.status, 64, missing.transcript)
         XCTAssertTrue(missing.stderrText.contains("/nonexistent.supp"), missing.transcript)
     }
 
     func testTypeSuppressionsOnSwiftTypes() throws {
         let fixture = try GateFixture.swift("SwiftTypes", module: "GateFixture")
-        let all = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--", fixture])
+        let all = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--", fixture])
         XCTAssertEqual(all.status, 23, all.transcript)
         XCTAssertTrue(all.stderrText.contains("GateFixture.Session at openSession"), all.transcript)
         XCTAssertTrue(all.stderrText.contains("GateFixture.Token at issueToken"), all.transcript)
 
         let one = try write("type:^GateFixture.Session$\n", "types.supp")
-        let r1 = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--suppressions", one, "--", fixture])
+        let r1 = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--suppressions", one, "--", fixture])
         XCTAssertEqual(r1.status, 23, "Token still fails:\n\(r1.transcript)")
         XCTAssertTrue(r1.stderrLines.contains { $0.hasPrefix("heapgen: suppressed by type:^GateFixture.Session$") }, r1.transcript)
         XCTAssertFalse(r1.stderrLines.first { $0.hasPrefix("heapgen: gate failed") }?.contains("Session") ?? true, r1.transcript)
 
         let both = try write("type:^GateFixture.Session$\ntype:GateFixture.Tok*\n", "types2.supp")
-        let r2 = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--suppressions", both, "--", fixture])
+        let r2 = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--suppressions", both, "--", fixture])
         XCTAssertEqual(r2.status, 0, r2.transcript)
         XCTAssertTrue(r2.stdoutText.contains("swift-types: 8 sessions, 8 tokens"), r2.transcript)
     }
 
     func testBaselineAcceptsKnownFindingsAndReportsFixedOnes() throws {
         let fixture = try gateFixture()
-        let dir = try GPaths.freshDirectory("baseline")
+        let dir = try TestPaths.freshDirectory("baseline")
         let path = dir + "/heapgen-baseline.json"
-        let w = try GateHeapgen.run(["run", "--write-baseline", path, "--", fixture, "leaky"])
+        let w = try HeapGenCLI.run(["run", "--write-baseline", path, "--", fixture, "leaky"])
         XCTAssertEqual(w.status, 0, w.transcript)
         XCTAssertTrue(w.stderrText.contains("wrote 1 baseline entry"), w.transcript)
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
@@ -119,9 +120,9 @@ final class GateIntegrationTests: XCTestCase {
         XCTAssertTrue(text.contains("heapgen-baseline/1") && text.contains("\"function\" : \"leak_session\"")
                       && text.contains("\"file\" : \"gate.c\""), text)
         XCTAssertFalse(text.contains("0x"), "no addresses in a baseline:\n\(text)")
-        XCTAssertFalse(text.contains(GPaths.repoRoot), "no directories in signatures:\n\(text)")
+        XCTAssertFalse(text.contains(TestPaths.repoRoot), "no directories in signatures:\n\(text)")
 
-        let known = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--baseline", path, "--", fixture, "leaky"])
+        let known = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--baseline", path, "--", fixture, "leaky"])
         XCTAssertEqual(known.status, 0, known.transcript)
         XCTAssertTrue(known.stderrLines.contains { $0.hasPrefix("heapgen: known (baseline): blocks at leak_session") }, known.transcript)
         XCTAssertTrue(known.stdoutText.contains("Gate: known (baseline)"), known.transcript)
@@ -134,7 +135,7 @@ final class GateIntegrationTests: XCTestCase {
         baseline.entries.append(gone)
         let stale = dir + "/stale.json"
         try baseline.encoded().write(toFile: stale, atomically: false, encoding: .utf8)
-        let r = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--baseline", stale, "--write-baseline", stale,
+        let r = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--baseline", stale, "--write-baseline", stale,
                                      "--", fixture, "leaky"])
         XCTAssertEqual(r.status, 0, r.transcript)
         XCTAssertTrue(r.stderrLines.contains("heapgen: fixed — remove from the baseline: blocks at old_leak (gate.c:12)"), r.transcript)
@@ -142,13 +143,13 @@ final class GateIntegrationTests: XCTestCase {
         XCTAssertEqual(try Baseline.load(path: stale).entries.map(\.signature), try Baseline.load(path: path).entries.map(\.signature))
 
         // A new leak is not in the baseline: the gate fails.
-        let small = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--baseline", path, "--", fixture, "small"])
+        let small = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--baseline", path, "--", fixture, "small"])
         XCTAssertEqual(small.status, 23, small.transcript)
         XCTAssertTrue(small.stderrText.contains("blocks at leak_bytes"), small.transcript)
         XCTAssertTrue(small.stderrText.contains("heapgen: fixed — remove from the baseline: blocks at leak_session"), small.transcript)
 
         let broken = try write("{\"schema\": \"something/2\"}", "broken.json")
-        let b = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--baseline", broken, "--", fixture, "leaky"])
+        let b = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--baseline", broken, "--", fixture, "leaky"])
         XCTAssertEqual(b.status, 64, b.transcript)
         XCTAssertTrue(b.stderrText.contains("broken.json: schema is 'something/2'"), b.transcript)
     }
@@ -156,8 +157,8 @@ final class GateIntegrationTests: XCTestCase {
     /// Two runs put the program at different addresses (ASLR); the signatures agree.
     func testSignaturesAreStableAcrossRuns() throws {
         let fixture = try gateFixture()
-        let (r1, a) = try GateHeapgen.runJSON(fixture, ["leaky"])
-        let (r2, b) = try GateHeapgen.runJSON(fixture, ["leaky"])
+        let (r1, a) = try HeapGenCLI.runJSON(fixture, ["leaky"])
+        let (r2, b) = try HeapGenCLI.runJSON(fixture, ["leaky"])
         XCTAssertEqual(r1.status, 0, r1.transcript)
         XCTAssertEqual(r2.status, 0, r2.transcript)
         let fa = a.findings(.abandoned), fb = b.findings(.abandoned)
@@ -170,19 +171,19 @@ final class GateIntegrationTests: XCTestCase {
     func testMaxLiveAtExit() throws {
         let fixture = try gateFixture()
         // leaky keeps 8 x 3 x 64 = 1,536 B to the end, plus stdio's buffer: measure the total.
-        let (_, report) = try GateHeapgen.runJSON(fixture, ["leaky"])
+        let (_, report) = try HeapGenCLI.runJSON(fixture, ["leaky"])
         let total = Int(report.liveAtExit.bytes)
         XCTAssertGreaterThanOrEqual(total, 1536)
-        let over = try GateHeapgen.run(["run", "--max-live-at-exit", String(total - 1), "--", fixture, "leaky"])
+        let over = try HeapGenCLI.run(["run", "--max-live-at-exit", String(total - 1), "--", fixture, "leaky"])
         XCTAssertEqual(over.status, 23, over.transcript)
         let limit = (total - 1).formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US")))
         XCTAssertTrue(over.stderrLines.contains { $0.hasPrefix("heapgen: gate failed: ") && $0.contains("live at exit (limit \(limit) B)") },
                       over.transcript)
-        let under = try GateHeapgen.run(["run", "--max-live-at-exit", String(total), "--", fixture, "leaky"])
+        let under = try HeapGenCLI.run(["run", "--max-live-at-exit", String(total), "--", fixture, "leaky"])
         XCTAssertEqual(under.status, 0, under.transcript)
         // After suppressions: the 1,536 B of session blocks no longer count.
         let supp = try write("leak:leak_session\n", "live.supp")
-        let suppressed = try GateHeapgen.run(["run", "--max-live-at-exit", String(total - 1), "--suppressions", supp,
+        let suppressed = try HeapGenCLI.run(["run", "--max-live-at-exit", String(total - 1), "--suppressions", supp,
                                               "--", fixture, "leaky"])
         XCTAssertEqual(suppressed.status, 0, suppressed.transcript)
         XCTAssertTrue(suppressed.stderrLines.last?.contains("\((total - 1536).formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US")))) B live at exit") == true,
@@ -191,49 +192,49 @@ final class GateIntegrationTests: XCTestCase {
 
     func testGrowthGateWithAPerCycleLimit() throws {
         let fixture = try gateFixture()
-        let small = try GateHeapgen.run(["run", "--fail-on", "growth", "--max-bytes-per-cycle", "1KB", "--", fixture, "small"])
+        let small = try HeapGenCLI.run(["run", "--fail-on", "growth", "--max-bytes-per-cycle", "1KB", "--", fixture, "small"])
         XCTAssertEqual(small.status, 0, small.transcript)
         XCTAssertTrue(small.stderrLines.last?.contains("live heap +64 B per cycle (limit 1,024 B)") == true, small.transcript)
-        let big = try GateHeapgen.run(["run", "--fail-on", "growth", "--max-bytes-per-cycle", "1 KiB", "--", fixture, "big"])
+        let big = try HeapGenCLI.run(["run", "--fail-on", "growth", "--max-bytes-per-cycle", "1 KiB", "--", fixture, "big"])
         XCTAssertEqual(big.status, 23, big.transcript)
         XCTAssertTrue(big.stderrLines.contains("heapgen: gate failed: live heap grew +8,192 B per cycle over 7 cycles (limit 1,024 B)"),
                       big.transcript)
         // --max-bytes-per-cycle alone gates abandoned sites above it.
-        let alone = try GateHeapgen.run(["run", "--max-bytes-per-cycle", "1KB", "--", fixture, "small"])
+        let alone = try HeapGenCLI.run(["run", "--max-bytes-per-cycle", "1KB", "--", fixture, "small"])
         XCTAssertEqual(alone.status, 0, alone.transcript)
-        let aloneBig = try GateHeapgen.run(["run", "--max-bytes-per-cycle", "1KB", "--", fixture, "big"])
+        let aloneBig = try HeapGenCLI.run(["run", "--max-bytes-per-cycle", "1KB", "--", fixture, "big"])
         XCTAssertEqual(aloneBig.status, 23, aloneBig.transcript)
     }
 
     func testCheckGivesTheSameVerdictAsRun() throws {
         let fixture = try gateFixture()
-        let leakyTrace = try GateHeapgen.record(fixture, ["leaky"])
-        let cleanTrace = try GateHeapgen.record(fixture, ["clean"])
-        let run = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--", fixture, "leaky"])
-        let check = try GateHeapgen.run(["check", leakyTrace, "--fail-on", "abandoned"])
+        let leakyTrace = try HeapGenCLI.record(fixture, ["leaky"])
+        let cleanTrace = try HeapGenCLI.record(fixture, ["clean"])
+        let run = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--", fixture, "leaky"])
+        let check = try HeapGenCLI.run(["check", leakyTrace, "--fail-on", "abandoned"])
         XCTAssertEqual(check.status, 23, check.transcript)
         XCTAssertEqual(check.stderrLines.filter { $0.hasPrefix("heapgen: gate") || $0.hasPrefix("SUMMARY:") },
                        run.stderrLines.filter { $0.hasPrefix("heapgen: gate") || $0.hasPrefix("SUMMARY:") })
         XCTAssertTrue(check.stdoutText.contains("Abandoned memory"), check.transcript)
         // check gates on abandoned memory by default.
-        XCTAssertEqual(try GateHeapgen.run(["check", leakyTrace]).status, 23)
-        XCTAssertEqual(try GateHeapgen.run(["check", cleanTrace, "--fail-on", "abandoned"]).status, 0)
+        XCTAssertEqual(try HeapGenCLI.run(["check", leakyTrace]).status, 23)
+        XCTAssertEqual(try HeapGenCLI.run(["check", cleanTrace, "--fail-on", "abandoned"]).status, 0)
         // Bad traces as elsewhere.
-        XCTAssertEqual(try GateHeapgen.run(["check", "/nonexistent.trace"]).status, 66)
+        XCTAssertEqual(try HeapGenCLI.run(["check", "/nonexistent.trace"]).status, 66)
         let junk = try write("not a trace", "junk.trace")
-        XCTAssertEqual(try GateHeapgen.run(["check", junk]).status, 65)
-        XCTAssertEqual(try GateHeapgen.run(["check", leakyTrace, "--max-bytes-per-cycle", "lots"]).status, 64)
+        XCTAssertEqual(try HeapGenCLI.run(["check", junk]).status, 65)
+        XCTAssertEqual(try HeapGenCLI.run(["check", leakyTrace, "--max-bytes-per-cycle", "lots"]).status, 64)
     }
 
     func testJUnitSARIFAndMarkdownOutputs() throws {
         let fixture = try gateFixture()
-        let dir = try GPaths.freshDirectory("ci")
+        let dir = try TestPaths.freshDirectory("ci")
         let supp = try write("function:^nothing$\n", "ci.supp")
         let leakLine = try GateFixture.lines("gate.c", containing: "struct node *n = malloc").first!
         // Run from the repository root, as CI does: SARIF paths are relative to it.
-        let r = try GateHeapgen.run(["run", "--fail-on", "abandoned,growth", "--suppressions", supp,
+        let r = try HeapGenCLI.run(["run", "--fail-on", "abandoned,growth", "--suppressions", supp,
                                      "--junit", dir + "/junit.xml", "--sarif", dir + "/heapgen.sarif",
-                                     "--summary", dir + "/summary.md", "--", fixture, "leaky"], directory: GPaths.repoRoot)
+                                     "--summary", dir + "/summary.md", "--", fixture, "leaky"], directory: TestPaths.repoRoot)
         XCTAssertEqual(r.status, 23, r.transcript)
         for name in ["junit.xml", "heapgen.sarif", "summary.md"] {
             let mode = (try FileManager.default.attributesOfItem(atPath: dir + "/" + name)[.posixPermissions] as? NSNumber)?.intValue
@@ -256,7 +257,7 @@ final class GateIntegrationTests: XCTestCase {
 
         // A clean run: one passing testcase.
         let cleanJUnit = dir + "/clean.xml"
-        let c = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--junit", cleanJUnit, "--", fixture, "clean"])
+        let c = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--junit", cleanJUnit, "--", fixture, "clean"])
         XCTAssertEqual(c.status, 0, c.transcript)
         let cleanXML = try XMLDocument(contentsOf: URL(fileURLWithPath: cleanJUnit))
         XCTAssertEqual(try cleanXML.nodes(forXPath: "//testcase").count, 1)
@@ -291,7 +292,7 @@ final class GateIntegrationTests: XCTestCase {
         // Never through a symbolic link.
         let link = dir + "/link.xml"
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: dir + "/target.xml")
-        let l = try GateHeapgen.run(["run", "--fail-on", "abandoned", "--junit", link, "--", fixture, "leaky"])
+        let l = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--junit", link, "--", fixture, "leaky"])
         XCTAssertEqual(l.status, 125, l.transcript)
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/target.xml"))
     }

@@ -2,6 +2,7 @@
 // baselines and signatures, and the writers' escaping.
 
 import Foundation
+import HeapGenTestSupport
 import HeapGenGate
 import HeapGenReport
 import XCTest

@@ -2,6 +2,7 @@
 // compared with valgrind's.
 
 import Foundation
+import HeapGenTestSupport
 import HeapGenTrace
 import XCTest
 
@@ -12,9 +13,9 @@ final class AllocationCountTests: XCTestCase {
         let native = try runProcess(exe, [])
         XCTAssertStatus(native, 0, "the fixture fails without heapgen")
 
-        let rec = try HeapGen.record(exe)
+        let rec = try HeapGenCLI.recording(exe)
         XCTAssertStatus(rec.result, 0, "malloc_usable_size/alignment/EINVAL checks inside the fixture (its exit code names the check)")
-        let s = try HeapGen.info(rec.trace)
+        let s = try HeapGenCLI.summary(rec.trace)
 
         let expected: [String: (calls: UInt64, bytes: UInt64)] = [
             "malloc": (4, 11 + 22 + 33 + 8),             // 3 mallocs + strdup("heapgen")
@@ -47,7 +48,7 @@ final class AllocationCountTests: XCTestCase {
         XCTAssertEqual(s.endStatus, 0)
 
         // The same from the records themselves: realloc(p, 0) is one realloc-kind free and nothing else.
-        let records = try HeapGen.records(rec.trace)
+        let records = try HeapGenCLI.records(rec.trace)
         var reallocFrees: [UInt64] = []
         var reallocAllocs: [UInt64: UInt64] = [:]   // address → size
         for r in records {
@@ -78,9 +79,9 @@ final class AllocationCountTests: XCTestCase {
     }
 
     private func compareWithValgrind(_ exe: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        let rec = try HeapGen.record(exe)
+        let rec = try HeapGenCLI.recording(exe)
         XCTAssertStatus(rec.result, 0, file: file, line: line)
-        let s = try HeapGen.info(rec.trace)
+        let s = try HeapGenCLI.summary(rec.trace)
         let vg = try Valgrind.heapUsage(exe)
         XCTAssertGreaterThan(vg.allocs, 1000, "the fixture does real work", file: file, line: line)
         XCTAssertEqual(s.allocationCount, vg.allocs, "allocations: heapgen vs valgrind\n\(s)", file: file, line: line)

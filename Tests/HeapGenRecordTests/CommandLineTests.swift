@@ -2,6 +2,7 @@
 // heapgen's own refusals and failures (one line, the right exit status).
 
 import Foundation
+import HeapGenTestSupport
 import HeapGenTrace
 import XCTest
 #if canImport(Glibc)
@@ -14,7 +15,7 @@ final class PassThroughTests: XCTestCase {
         var input = Data("first line\nsecond line\n\nlast line without newline".utf8)
         input.append(contentsOf: (0...255).map { UInt8($0) })          // every byte value
         input.append(Data(repeating: 0x41, count: 100_000))             // more than a pipe buffer
-        let rec = try HeapGen.record(exe, [], flags: ["--quiet"], stdin: input)
+        let rec = try HeapGenCLI.recording(exe, [], flags: ["--quiet"], stdin: input)
         XCTAssertStatus(rec.result, 0)
         XCTAssertEqual(rec.result.stdout, input, "stdout is stdin, byte for byte")
         XCTAssertEqual(rec.result.stderrText, "passthru: to stderr\n", "stderr is the program's only (--quiet)")
@@ -23,10 +24,10 @@ final class PassThroughTests: XCTestCase {
     func testExitStatusesPassThrough() throws {
         let exe = try Fixture.build("passthru.c")
         for code: Int32 in [0, 3, 42] {
-            let rec = try HeapGen.record(exe, ["\(code)"], flags: ["--quiet"], stdin: Data("x\n".utf8))
+            let rec = try HeapGenCLI.recording(exe, ["\(code)"], flags: ["--quiet"], stdin: Data("x\n".utf8))
             XCTAssertStatus(rec.result, code)
             XCTAssertEqual(rec.result.stdoutText, "x\n")
-            let s = try HeapGen.info(rec.trace)
+            let s = try HeapGenCLI.summary(rec.trace)
             XCTAssertEqual(s.endReason, "exited")
             XCTAssertEqual(s.endStatus, Int(code))
         }
@@ -34,7 +35,7 @@ final class PassThroughTests: XCTestCase {
 
     func testSummaryLineWithoutQuiet() throws {
         let exe = try Fixture.build("passthru.c")
-        let rec = try HeapGen.record(exe, [], stdin: Data())
+        let rec = try HeapGenCLI.recording(exe, [], stdin: Data())
         XCTAssertStatus(rec.result, 0)
         let own = rec.result.stderrLines.filter { $0.hasPrefix("heapgen:") }
         XCTAssertEqual(own.count, 1, "one summary line: \(rec.result.stderrText)")
@@ -43,7 +44,7 @@ final class PassThroughTests: XCTestCase {
 
 final class FaultTests: XCTestCase {
     /// One line on stderr, starting with "heapgen:", no crash text.
-    private func assertOneLine(_ r: RunResult, mentioning: String? = nil, file: StaticString = #filePath, line: UInt = #line) {
+    private func assertOneLine(_ r: ProcessResult, mentioning: String? = nil, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertEqual(r.stderrLines.count, 1, "exactly one line on stderr\n\(r.transcript)", file: file, line: line)
         XCTAssertTrue(r.stderrText.hasPrefix("heapgen"), "\(r.transcript)", file: file, line: line)
         if let mentioning {
@@ -54,7 +55,7 @@ final class FaultTests: XCTestCase {
 
     func testStaticallyLinkedProgramIsRefusedQuickly() throws {
         let exe = try Fixture.build("hello.c", flags: ["-static"], output: "hello-static")
-        let rec = try HeapGen.record(exe, [], timeout: 60)
+        let rec = try HeapGenCLI.recording(exe, [], timeout: 60)
         XCTAssertStatus(rec.result, 126)
         XCTAssertLessThan(rec.result.seconds, 10, "refused quickly, not after a hang")
         assertOneLine(rec.result, mentioning: "static")
@@ -66,23 +67,23 @@ final class FaultTests: XCTestCase {
         let copy = dir + "/hello-setuid"
         try FileManager.default.copyItem(atPath: exe, toPath: copy)
         XCTAssertEqual(chmod(copy, 0o4755), 0)
-        let rec = try HeapGen.record(copy, [], timeout: 60)
+        let rec = try HeapGenCLI.recording(copy, [], timeout: 60)
         XCTAssertStatus(rec.result, 126)
         assertOneLine(rec.result, mentioning: "setuid")
 
         let setgid = dir + "/hello-setgid"
         try FileManager.default.copyItem(atPath: exe, toPath: setgid)
         XCTAssertEqual(chmod(setgid, 0o2755), 0)
-        let rec2 = try HeapGen.record(setgid, [], timeout: 60)
+        let rec2 = try HeapGenCLI.recording(setgid, [], timeout: 60)
         XCTAssertStatus(rec2.result, 126)
         assertOneLine(rec2.result)
     }
 
     func testMissingProgram() throws {
-        let rec = try HeapGen.record("/nonexistent/heapgen-no-such-program", [], timeout: 60)
+        let rec = try HeapGenCLI.recording("/nonexistent/heapgen-no-such-program", [], timeout: 60)
         XCTAssertStatus(rec.result, 127)
         assertOneLine(rec.result, mentioning: "heapgen-no-such-program")
-        let rec2 = try HeapGen.record("heapgen-no-such-program-on-path", [], timeout: 60)
+        let rec2 = try HeapGenCLI.recording("heapgen-no-such-program-on-path", [], timeout: 60)
         XCTAssertStatus(rec2.result, 127)
         assertOneLine(rec2.result)
     }
@@ -91,7 +92,7 @@ final class FaultTests: XCTestCase {
         let dir = try TestPaths.freshDirectory("noexec")
         let path = dir + "/plain.txt"
         _ = FileManager.default.createFile(atPath: path, contents: Data("hello\n".utf8))
-        let rec = try HeapGen.record(path, [], timeout: 60)
+        let rec = try HeapGenCLI.recording(path, [], timeout: 60)
         XCTAssertStatus(rec.result, 126)
         assertOneLine(rec.result)
     }
@@ -118,7 +119,7 @@ final class FaultTests: XCTestCase {
     /// A real trace, then damaged copies of it.
     func testDamagedTracesAreRejectedWithOneLine() throws {
         let exe = try Fixture.build("functions.c")
-        let rec = try HeapGen.record(exe)
+        let rec = try HeapGenCLI.recording(exe)
         XCTAssertStatus(rec.result, 0)
         let good = try Data(contentsOf: URL(fileURLWithPath: rec.trace))
         XCTAssertGreaterThan(good.count, 100)
@@ -191,7 +192,7 @@ final class CollectorDeathTests: XCTestCase {
         let exe = try Fixture.build("slow.c")
         let dir = try TestPaths.freshDirectory("survive")
         let pidFile = dir + "/pid", doneFile = dir + "/done"
-        let (heapgen, _) = try HeapGen.start(exe, [pidFile, doneFile, "300"], flags: ["--ring-slots", "1024", "--quiet"])
+        let (heapgen, _) = try HeapGenCLI.start(exe, [pidFile, doneFile, "300"], flags: ["--ring-slots", "1024", "--quiet"])
         defer { _ = heapgen.wait(timeout: 1) }
 
         var childPid: Int32 = 0

@@ -1,6 +1,7 @@
 // fork, exec, dlopen/dlclose, signal handlers and Swift objects.
 
 import Foundation
+import HeapGenTestSupport
 import HeapGenTrace
 import XCTest
 
@@ -8,12 +9,12 @@ final class ProcessTests: XCTestCase {
     /// forker.c: parent 5×malloc(50) freed, fork, child 7×malloc(77) 2 freed, parent 3×malloc(30) leaked.
     func testForkedChildGetsItsOwnTrace() throws {
         let exe = try Fixture.build("forker.c")
-        let rec = try HeapGen.record(exe)
+        let rec = try HeapGenCLI.recording(exe)
         XCTAssertStatus(rec.result, 0)
         let traces = rec.allTraces
         XCTAssertEqual(traces.count, 2, "the program's trace and the child's: \(traces)")
 
-        let parent = try HeapGen.info(rec.trace)
+        let parent = try HeapGenCLI.summary(rec.trace)
         XCTAssertEqual(parent.calls("malloc"), 8, "\(parent)")
         XCTAssertEqual(parent.bytes("malloc"), 5 * 50 + 3 * 30)
         XCTAssertEqual(parent.frees("free"), 5)
@@ -23,7 +24,7 @@ final class ProcessTests: XCTestCase {
         XCTAssertEqual(parent.processOrigin, "root")
 
         guard let childPath = traces.first(where: { $0 != rec.trace }) else { return }
-        let child = try HeapGen.info(childPath)
+        let child = try HeapGenCLI.summary(childPath)
         guard let parentPid = parent.processPid, let childPid = child.processPid else {
             return XCTFail("no pids in the summaries")
         }
@@ -45,12 +46,12 @@ final class ProcessTests: XCTestCase {
     func testExecGetsItsOwnTrace() throws {
         let exe = try Fixture.build("execer.c")
         let next = try Fixture.build("child.c")
-        let rec = try HeapGen.record(exe, [next])
+        let rec = try HeapGenCLI.recording(exe, [next])
         XCTAssertStatus(rec.result, 0)
         let traces = rec.allTraces
         XCTAssertEqual(traces.count, 2, "\(traces)")
 
-        let first = try HeapGen.info(rec.trace)
+        let first = try HeapGenCLI.summary(rec.trace)
         XCTAssertEqual(first.calls("malloc"), 4, "\(first)")
         XCTAssertEqual(first.allocationCount, 4)
         XCTAssertEqual(first.endReason, "execed", "\(first)")
@@ -58,7 +59,7 @@ final class ProcessTests: XCTestCase {
 
         let secondPath = rec.trace + ".\(pid).1"
         XCTAssertTrue(traces.contains(secondPath), "exec'd image's trace is OUTPUT.<pid>.1: \(traces)")
-        let second = try HeapGen.info(secondPath)
+        let second = try HeapGenCLI.summary(secondPath)
         XCTAssertEqual(second.processPid, pid)
         XCTAssertEqual(second.processOrigin, "exec")
         XCTAssertEqual(second.calls("calloc"), 6, "\(second)")
@@ -72,22 +73,22 @@ final class ProcessTests: XCTestCase {
     func testNoFollowExecWritesNoExtraTrace() throws {
         let exe = try Fixture.build("execer.c")
         let next = try Fixture.build("child.c")
-        let rec = try HeapGen.record(exe, [next], flags: ["--no-follow-exec"])
+        let rec = try HeapGenCLI.recording(exe, [next], flags: ["--no-follow-exec"])
         XCTAssertStatus(rec.result, 0)
         XCTAssertEqual(rec.allTraces, [rec.trace])
-        let first = try HeapGen.info(rec.trace)
+        let first = try HeapGenCLI.summary(rec.trace)
         XCTAssertEqual(first.calls("malloc"), 4, "\(first)")
         XCTAssertEqual(first.endReason, "execed", "\(first)")
     }
 
     func testExecOfBinTrue() throws {
         let exe = try Fixture.build("execer.c")
-        let rec = try HeapGen.record(exe, ["/bin/true"])
+        let rec = try HeapGenCLI.recording(exe, ["/bin/true"])
         XCTAssertStatus(rec.result, 0)
         XCTAssertEqual(rec.allTraces.count, 2, "\(rec.allTraces)")
-        let first = try HeapGen.info(rec.trace)
+        let first = try HeapGenCLI.summary(rec.trace)
         guard let pid = first.processPid else { return XCTFail("no pid") }
-        let second = try HeapGen.info(rec.trace + ".\(pid).1")
+        let second = try HeapGenCLI.summary(rec.trace + ".\(pid).1")
         XCTAssertEqual(second.string("process.executable").map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path },
                        URL(fileURLWithPath: "/bin/true").resolvingSymlinksInPath().path)
         XCTAssertEqual(second.endReason, "exited")
@@ -97,16 +98,16 @@ final class ProcessTests: XCTestCase {
     func testDlopenDlclose() throws {
         let lib = try Fixture.build("dllib.c", shared: true)
         let exe = try Fixture.build("dlmain.c")
-        let rec = try HeapGen.record(exe, [lib])
+        let rec = try HeapGenCLI.recording(exe, [lib])
         XCTAssertStatus(rec.result, 0)
-        let s = try HeapGen.info(rec.trace)
+        let s = try HeapGenCLI.summary(rec.trace)
         XCTAssertEqual(s.calls("aligned_alloc"), 5, "\(s)")
         XCTAssertEqual(s.bytes("aligned_alloc"), 5 * 1234)
         XCTAssertTrue(s.modules.contains(lib), "moduleLoad for \(lib): \(s.modules)")
         XCTAssertGreaterThanOrEqual(s.moduleUnloads, 1)
 
         // Order: load of the library, its allocations (stack frame 0 inside it), its unload.
-        let records = try HeapGen.records(rec.trace)
+        let records = try HeapGenCLI.records(rec.trace)
         var stacks: [UInt32: [UInt64]] = [:]
         var libModule: ModuleRecord?
         var loadIndex = -1, unloadIndex = -1
@@ -126,7 +127,7 @@ final class ProcessTests: XCTestCase {
                     XCTFail("aligned_alloc without a stack or before the library's moduleLoad")
                     continue
                 }
-                XCTAssertEqual(Symbolizer.module(containing: pc, in: [m])?.path, lib,
+                XCTAssertEqual(LLVMSymbolizer.module(containing: pc, in: [m])?.path, lib,
                                "frame 0 of the library's allocation is inside the library")
             default:
                 break
@@ -143,9 +144,9 @@ final class ProcessTests: XCTestCase {
     /// sighandler.c: a SIGUSR1 handler mallocs 4321 bytes; raised 3 times.
     func testSignalHandlerThatAllocates() throws {
         let exe = try Fixture.build("sighandler.c")
-        let rec = try HeapGen.record(exe)
+        let rec = try HeapGenCLI.recording(exe)
         XCTAssertStatus(rec.result, 0)
-        let s = try HeapGen.info(rec.trace)
+        let s = try HeapGenCLI.summary(rec.trace)
         XCTAssertEqual(s.calls("malloc"), 3, "\(s)")
         XCTAssertEqual(s.bytes("malloc"), 3 * 4321)
         XCTAssertEqual(s.allocationCount, 3)
@@ -155,14 +156,14 @@ final class ProcessTests: XCTestCase {
     /// SwiftFixture.swift (module Fixture): 1,000 Node and 250 Leaf objects.
     func testSwiftClassesShowUpAsTypes() throws {
         let exe = try Fixture.build("SwiftFixture.swift")
-        let rec = try HeapGen.record(exe)
+        let rec = try HeapGenCLI.recording(exe)
         XCTAssertStatus(rec.result, 0)
-        let s = try HeapGen.info(rec.trace)
+        let s = try HeapGenCLI.summary(rec.trace)
         XCTAssertEqual(s.unknownFrees, 0)
 
         var typeNames: [UInt32: String] = [:]
         var perType: [String: Int] = [:]
-        for r in try HeapGen.records(rec.trace) {
+        for r in try HeapGenCLI.records(rec.trace) {
             switch r {
             case let .type(id, _, name): typeNames[id] = name
             case let .allocation(_, _, _, _, type) where type != 0:

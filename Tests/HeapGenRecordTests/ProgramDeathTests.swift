@@ -2,6 +2,7 @@
 // heapgen exits like a shell would.
 
 import Foundation
+import HeapGenTestSupport
 import HeapGenTrace
 import XCTest
 
@@ -21,10 +22,10 @@ final class ProgramDeathTests: XCTestCase {
     /// dies.c: 100,000 mallocs of 16 bytes, kept live, then death.
     private func check(mode: String, status: Int32, signal: Int, file: StaticString = #filePath, line: UInt = #line) throws {
         let exe = try Fixture.build("dies.c")
-        let rec = try HeapGen.record(exe, [mode])
+        let rec = try HeapGenCLI.recording(exe, [mode])
         XCTAssertStatus(rec.result, status, "heapgen's status for a program killed by signal \(signal)", file: file, line: line)
         XCTAssertFalse(rec.result.signaled, "heapgen itself must exit, not die", file: file, line: line)
-        let s = try HeapGen.info(rec.trace)
+        let s = try HeapGenCLI.summary(rec.trace)
         XCTAssertEqual(s.calls("malloc"), 100_000, "\(s)", file: file, line: line)
         XCTAssertEqual(s.bytes("malloc"), 1_600_000, file: file, line: line)
         XCTAssertEqual(s.allocationCount, 100_000, "nothing but the fixture's mallocs", file: file, line: line)

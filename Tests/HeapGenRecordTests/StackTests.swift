@@ -2,6 +2,7 @@
 // pointers resolve to the right functions, and the unwinder's own checker.
 
 import Foundation
+import HeapGenTestSupport
 import HeapGenTrace
 import XCTest
 
@@ -9,12 +10,12 @@ final class StackTests: XCTestCase {
     /// stacks.c: main → outer → middle → leaf_alloc → malloc(4242), three times.
     func testStackOfKnownCallPath() throws {
         let exe = try Fixture.build("stacks.c", flags: ["-fomit-frame-pointer"])
-        let rec = try HeapGen.record(exe)
+        let rec = try HeapGenCLI.recording(exe)
         XCTAssertStatus(rec.result, 0)
         var stacks: [UInt32: [UInt64]] = [:]
         var modules: [ModuleRecord] = []
         var found: [[UInt64]] = []
-        for r in try HeapGen.records(rec.trace) {
+        for r in try HeapGenCLI.records(rec.trace) {
             switch r {
             case let .stack(id, frames): stacks[id] = frames
             case let .moduleLoad(m): modules.append(m)
@@ -27,12 +28,12 @@ final class StackTests: XCTestCase {
         XCTAssertTrue(modules.contains { $0.path == exe }, "moduleLoad for the executable: \(modules.map(\.path))")
         for frames in found {
             XCTAssertGreaterThanOrEqual(frames.count, 4, "at least leaf_alloc, middle, outer, main")
-            let names = try Symbolizer.functionNames(frames: frames, modules: modules)
+            let names = try LLVMSymbolizer.functionNames(frames: frames, modules: modules)
             XCTAssertEqual(Array(names.prefix(4)), ["leaf_alloc", "middle", "outer", "main"],
                            "frames: \(frames.map { String($0, radix: 16) }) → \(names)")
             // Below main: libc's start-up, never the shim.
             for (pc, name) in zip(frames, names) {
-                let path = Symbolizer.module(containing: pc, in: modules)?.path ?? "?"
+                let path = LLVMSymbolizer.module(containing: pc, in: modules)?.path ?? "?"
                 XCTAssertFalse(path.contains("libHeapGenShim"), "shim frame \(name) in a recorded stack")
             }
         }
@@ -55,14 +56,14 @@ final class DispatchStackTests: XCTestCase {
     /// through Dispatch's frames), and the Swift type is attached.
     func testStacksOnDispatchThreadsAreComplete() throws {
         let exe = try Fixture.build("DispatchFixture.swift")
-        let rec = try HeapGen.record(exe)
+        let rec = try HeapGenCLI.recording(exe)
         XCTAssertStatus(rec.result, 0)
         var stacks: [UInt32: [UInt64]] = [:]
         var modules: [ModuleRecord] = []
         var jobType: UInt32?
         var jobStacks: [UInt32: Int] = [:]
         var threads = Set<UInt32>()
-        for r in try HeapGen.records(rec.trace) {
+        for r in try HeapGenCLI.records(rec.trace) {
             switch r {
             case let .stack(id, frames): stacks[id] = frames
             case let .moduleLoad(m): modules.append(m)
@@ -79,7 +80,7 @@ final class DispatchStackTests: XCTestCase {
         var workerStacks = 0
         for stack in jobStacks.keys {
             let frames = try XCTUnwrap(stacks[stack])
-            let names = try Symbolizer.functionNames(frames: frames, modules: modules)
+            let names = try LLVMSymbolizer.functionNames(frames: frames, modules: modules)
             XCTAssertTrue(names.contains { $0.contains("makeJob") }, "makeJob in \(names)")
             let outermost = names.last ?? ""
             // Complete: the walk ends where threads begin, not somewhere inside Dispatch.

@@ -2,6 +2,7 @@
 // and a ring so small that producers must wait for the collector.
 
 import Foundation
+import HeapGenTestSupport
 import HeapGenTrace
 import XCTest
 
@@ -11,9 +12,9 @@ final class ThreadStressTests: XCTestCase {
 
     func testSixtyFourThreadsTinyRingNothingLost() throws {
         let exe = try Fixture.build("stress.c")
-        let rec = try HeapGen.record(exe, ["\(Self.threads)", "\(Self.ops)"], flags: ["--ring-slots", "1024"], timeout: 400)
+        let rec = try HeapGenCLI.recording(exe, ["\(Self.threads)", "\(Self.ops)"], flags: ["--ring-slots", "1024"], timeout: 400)
         XCTAssertStatus(rec.result, 0)
-        let s = try HeapGen.info(rec.trace)
+        let s = try HeapGenCLI.summary(rec.trace)
 
         // stress.c: every operation mallocs 8 + ((id * 7919 + i * 31) % 2048) bytes; pthread's own
         // allocations use calloc, not malloc.

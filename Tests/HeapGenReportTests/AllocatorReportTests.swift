@@ -2,13 +2,14 @@
 // attributed to the function that made it, with exact per-cycle counts.
 
 import Foundation
+import HeapGenTestSupport
 import XCTest
 
 final class AllocatorReportTests: XCTestCase {
     func testEveryAllocationFunctionAndAWorkerThreadAreAttributed() throws {
         let n = 6
         let fixture = try ReportFixture.c("variety.c")
-        let r = try Heapgen.runJSON(fixture, ["\(n)"]).report
+        let r = try HeapGenCLI.runJSON(fixture, ["\(n)"]).report
         XCTAssertEqual(r.cycles, n, "\(r)")
         let expected: [(String, Int)] = [
             ("leak_calloc", 120), ("leak_posix_memalign", 200), ("leak_aligned_alloc", 256), ("leak_memalign", 96),
@@ -32,7 +33,7 @@ final class AllocatorReportTests: XCTestCase {
     func testCxxOperatorNewIsAttributedToTheCallerNotTheLibrary() throws {
         let fixture = try ReportFixture.cxx("widgets.cpp")
         let n = 7
-        let r = try Heapgen.runJSON(fixture).report
+        let r = try HeapGenCLI.runJSON(fixture).report
         XCTAssertEqual(r.cycles, n, "\(r)")
         let widgets = r.findings(function: "ui::make_widget")
         XCTAssertEqual(widgets.map(\.kind), ["abandoned"], r.findingsSummary)

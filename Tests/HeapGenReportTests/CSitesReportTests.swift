@@ -2,6 +2,7 @@
 // symbolicated user frames; and a clean program with nothing left behind.
 
 import Foundation
+import HeapGenTestSupport
 import XCTest
 
 final class CSitesReportTests: XCTestCase {
@@ -10,7 +11,7 @@ final class CSitesReportTests: XCTestCase {
     func testAbandonedCacheAndScratchSitesAreToldApart() throws {
         let fixture = try ReportFixture.c("sites.c")
         let source = ReportFixture.sourcePath("sites.c")
-        let run = try Heapgen.runJSON(fixture, ["leaky", "\(Self.cycles)"])
+        let run = try HeapGenCLI.runJSON(fixture, ["leaky", "\(Self.cycles)"])
         let r = run.report
         let n = Self.cycles
 
@@ -90,7 +91,7 @@ final class CSitesReportTests: XCTestCase {
     func testCleanProgramHasNoFindings() throws {
         let fixture = try ReportFixture.c("sites.c")
         let n = Self.cycles
-        let run = try Heapgen.runJSON(fixture, ["clean", "\(n)"])
+        let run = try HeapGenCLI.runJSON(fixture, ["clean", "\(n)"])
         let r = run.report
         XCTAssertEqual(r.cycles, n, "\(r)")
         XCTAssertEqual(r.findings.count, 0, "a clean program has no findings:\n\(r.findingsSummary)")
@@ -102,7 +103,7 @@ final class CSitesReportTests: XCTestCase {
         }
 
         // Text report and exit status of `heapgen run` (text is the default format).
-        let text = try Heapgen.run(["run", "--", fixture, "clean", "\(n)"])
+        let text = try HeapGenCLI.run(["run", "--", fixture, "clean", "\(n)"])
         XCTAssertEqual(text.status, 0, text.transcript)
         XCTAssertTrue(text.stdoutText.contains("sites: done"), text.transcript)
         let all = (text.stdoutText + text.stderrText).lowercased()
@@ -120,8 +121,8 @@ final class CSitesReportTests: XCTestCase {
     /// copy and was realloc'ed by the other), one cache_lookup cache.
     func testCallSiteDuplicatedByTheCompilerReadsLikeTheSourceSays() throws {
         let n = Self.cycles
-        let peeled = try Heapgen.runJSON(try ReportFixture.c("sites.c", flags: ["-DPEELED"]), ["leaky", "\(n)"]).report
-        let plain = try Heapgen.runJSON(try ReportFixture.c("sites.c"), ["leaky", "\(n)"]).report
+        let peeled = try HeapGenCLI.runJSON(try ReportFixture.c("sites.c", flags: ["-DPEELED"]), ["leaky", "\(n)"]).report
+        let plain = try HeapGenCLI.runJSON(try ReportFixture.c("sites.c"), ["leaky", "\(n)"]).report
         for function in ["leak_session", "grow_log", "cache_lookup"] {
             let p = peeled.findings(function: function), q = plain.findings(function: function)
             XCTAssertEqual(p.map(\.kind), q.map(\.kind), "\(function): peeled\n\(peeled.findingsSummary)\nplain\n\(plain.findingsSummary)")

@@ -2,6 +2,7 @@
 // statuses, the program's output, kept traces, corrupt traces.
 
 import Foundation
+import HeapGenTestSupport
 import XCTest
 
 final class CommandLineReportTests: XCTestCase {
@@ -9,7 +10,7 @@ final class CommandLineReportTests: XCTestCase {
 
     func testTextReportHasTableAndFindingsWithoutEscapes() throws {
         let fixture = try ReportFixture.c("sites.c")
-        let r = try Heapgen.run(["run", "--", fixture, "leaky", "8"])
+        let r = try HeapGenCLI.run(["run", "--", fixture, "leaky", "8"])
         XCTAssertEqual(r.status, 0, r.transcript)
         XCTAssertTrue(r.stdoutText.contains("sites: done"), r.transcript)
         let text = r.stdoutText + r.stderrText
@@ -37,9 +38,9 @@ final class CommandLineReportTests: XCTestCase {
         }
 
         // The same text from `heapgen report` on a kept trace, and --format text is the default.
-        let trace = try Heapgen.record(fixture, ["leaky", "8"])
-        let explicit = try Heapgen.run(["report", trace, "--format", "text"])
-        let implicit = try Heapgen.run(["report", trace])
+        let trace = try HeapGenCLI.record(fixture, ["leaky", "8"])
+        let explicit = try HeapGenCLI.run(["report", trace, "--format", "text"])
+        let implicit = try HeapGenCLI.run(["report", trace])
         XCTAssertEqual(explicit.status, 0, explicit.transcript)
         XCTAssertEqual(implicit.status, 0, implicit.transcript)
         XCTAssertEqual(explicit.stdoutText, implicit.stdoutText, "text is the default format")
@@ -50,17 +51,17 @@ final class CommandLineReportTests: XCTestCase {
     /// Under a terminal (script(1) gives it a pty), NO_COLOR turns colours off.
     func testNoColorIsRespectedOnATerminal() throws {
         let fixture = try ReportFixture.c("sites.c")
-        let trace = try Heapgen.record(fixture, ["leaky", "8"])
-        let script = try findExecutable("script", hint: "apt-get install -y bsdutils")
-        let command = ([try RPaths.heapgen(), "report", trace]).map(quoteForShell).joined(separator: " ")
+        let trace = try HeapGenCLI.record(fixture, ["leaky", "8"])
+        let script = try tool("script", hint: "apt-get install -y bsdutils")
+        let command = ([try TestPaths.heapgen(), "report", trace]).map(shellQuote).joined(separator: " ")
         var env = ProcessInfo.processInfo.environment
         env["TERM"] = "xterm-256color"
         env.removeValue(forKey: "NO_COLOR")
-        let colored = try spawnAndWait(script, ["-qec", command, "/dev/null"], environment: env)
+        let colored = try runProcess(script, ["-qec", command, "/dev/null"], environment: env)
         XCTAssertEqual(colored.status, 0, colored.transcript)
         XCTAssertTrue(colored.stdoutText.contains("leak_session"), "report through the pty:\n\(colored.transcript)")
         env["NO_COLOR"] = "1"
-        let plain = try spawnAndWait(script, ["-qec", command, "/dev/null"], environment: env)
+        let plain = try runProcess(script, ["-qec", command, "/dev/null"], environment: env)
         XCTAssertEqual(plain.status, 0, plain.transcript)
         XCTAssertTrue(plain.stdoutText.contains("leak_session"), plain.transcript)
         XCTAssertFalse(plain.stdoutText.contains(Self.esc), "NO_COLOR=1 on a terminal still has escapes:\n\(plain.transcript)")
@@ -68,39 +69,39 @@ final class CommandLineReportTests: XCTestCase {
         // an empty NO_COLOR does not count (no-color.org: "present and not an empty string").
         XCTAssertTrue(colored.stdoutText.contains(Self.esc), "no colour on a terminal at all:\n\(colored.transcript)")
         env["NO_COLOR"] = ""
-        let empty = try spawnAndWait(script, ["-qec", command, "/dev/null"], environment: env)
+        let empty = try runProcess(script, ["-qec", command, "/dev/null"], environment: env)
         XCTAssertTrue(empty.stdoutText.contains(Self.esc), "empty NO_COLOR should not disable colour:\n\(empty.transcript)")
         env["NO_COLOR"] = nil
         env["TERM"] = "dumb"
-        let dumb = try spawnAndWait(script, ["-qec", command, "/dev/null"], environment: env)
+        let dumb = try runProcess(script, ["-qec", command, "/dev/null"], environment: env)
         XCTAssertFalse(dumb.stdoutText.contains(Self.esc), "TERM=dumb still has escapes:\n\(dumb.transcript)")
     }
 
     func testRunExitsWithProgramStatusAndKeepsItsOutput() throws {
         let fixture = try ReportFixture.c("status.c")
         // Text report.
-        let text = try Heapgen.run(["run", "--", fixture, "3"])
+        let text = try HeapGenCLI.run(["run", "--", fixture, "3"])
         XCTAssertEqual(text.status, 3, text.transcript)
         XCTAssertTrue(text.stdoutText.contains("status-fixture: stdout line, exiting with 3"), text.transcript)
         XCTAssertTrue(text.stderrText.contains("status-fixture: stderr line"), text.transcript)
         XCTAssertTrue(text.stdoutText.contains("leak_one") || text.stderrText.contains("leak_one"), "the report is printed:\n\(text.transcript)")
 
         // JSON report to a file.
-        let run = try Heapgen.runJSON(fixture, ["3"], expectStatus: 3)
+        let run = try HeapGenCLI.runJSON(fixture, ["3"], expectStatus: 3)
         XCTAssertTrue(run.result.stdoutText.contains("status-fixture: stdout line, exiting with 3"), run.result.transcript)
         XCTAssertEqual(jsonInt(run.report.program["exitStatus"]), 3, "\(run.report)")
         XCTAssertTrue(run.report.program["signal"] is NSNull, "\(run.report)")
         XCTAssertEqual(run.report.findings(function: "leak_one").map(\.kind), ["abandoned"], run.report.findingsSummary)
 
         // Standard input reaches the program.
-        let outDir = try RPaths.freshDirectory("stdin")
-        let cat = try spawnAndWait(try RPaths.heapgen(), ["run", "--output", outDir + "/report.txt", "--", "/bin/cat"],
+        let outDir = try TestPaths.freshDirectory("stdin")
+        let cat = try runProcess(try TestPaths.heapgen(), ["run", "--output", outDir + "/report.txt", "--", "/bin/cat"],
                                    stdin: Data("line through stdin\n".utf8))
         XCTAssertEqual(cat.status, 0, cat.transcript)
         XCTAssertEqual(cat.stdoutText, "line through stdin\n", "the program's stdin and stdout are untouched:\n\(cat.transcript)")
 
         // JSON on stdout after the program's own output.
-        let mixed = try Heapgen.run(["run", "--format", "json", "--", fixture, "0"])
+        let mixed = try HeapGenCLI.run(["run", "--format", "json", "--", fixture, "0"])
         XCTAssertEqual(mixed.status, 0, mixed.transcript)
         XCTAssertTrue(mixed.stdoutText.contains("status-fixture: stdout line, exiting with 0"), mixed.transcript)
         let r = try ReportJSON.extract(from: mixed)
@@ -109,19 +110,19 @@ final class CommandLineReportTests: XCTestCase {
 
     func testRunOfAKilledProgramAndOfProgramsThatCannotRun() throws {
         let fixture = try ReportFixture.c("status.c")
-        let run = try Heapgen.runJSON(fixture, ["signal", "15"], expectStatus: 128 + 15)
+        let run = try HeapGenCLI.runJSON(fixture, ["signal", "15"], expectStatus: 128 + 15)
         XCTAssertTrue(run.result.stdoutText.contains("status-fixture: stdout line"), run.result.transcript)
         XCTAssertTrue(run.report.program["exitStatus"] is NSNull, "killed: exitStatus null: \(run.report.program)")
         XCTAssertEqual(jsonInt(run.report.program["signal"]), 15, "\(run.report.program)")
         XCTAssertEqual(run.report.findings(function: "leak_one").map(\.kind), ["abandoned"], run.report.findingsSummary)
 
-        let dir = try RPaths.freshDirectory("cannot")
-        let missing = try Heapgen.run(["run", "--", dir + "/no-such-program"])
+        let dir = try TestPaths.freshDirectory("cannot")
+        let missing = try HeapGenCLI.run(["run", "--", dir + "/no-such-program"])
         XCTAssertEqual(missing.status, 127, missing.transcript)
         XCTAssertEqual(missing.stderrLines.count, 1, missing.transcript)
         let notExecutable = dir + "/data.txt"
         try Data("not a program\n".utf8).write(to: URL(fileURLWithPath: notExecutable))
-        let cannot = try Heapgen.run(["run", "--", notExecutable])
+        let cannot = try HeapGenCLI.run(["run", "--", notExecutable])
         XCTAssertEqual(cannot.status, 126, cannot.transcript)
         XCTAssertEqual(cannot.stderrLines.count, 1, cannot.transcript)
     }
@@ -130,12 +131,12 @@ final class CommandLineReportTests: XCTestCase {
     /// --output is created owner-only.
     func testTemporaryTraceIsRemovedAndOutputIsPrivate() throws {
         let fixture = try ReportFixture.c("sites.c")
-        let tmp = try RPaths.freshDirectory("tmpdir")
-        let outDir = try RPaths.freshDirectory("out")
+        let tmp = try TestPaths.freshDirectory("tmpdir")
+        let outDir = try TestPaths.freshDirectory("out")
         var env = ProcessInfo.processInfo.environment
         env["TMPDIR"] = tmp
         let out = outDir + "/report.json"
-        let r = try Heapgen.run(["run", "--format", "json", "--output", out, "--", fixture, "leaky", "4"], environment: env)
+        let r = try HeapGenCLI.run(["run", "--format", "json", "--output", out, "--", fixture, "leaky", "4"], environment: env)
         XCTAssertEqual(r.status, 0, r.transcript)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: tmp), [], "temporary trace left in TMPDIR:\n\(r.transcript)")
         let attributes = try FileManager.default.attributesOfItem(atPath: out)
@@ -147,10 +148,10 @@ final class CommandLineReportTests: XCTestCase {
 
     func testKeptTraceGivesTheSameReport() throws {
         let fixture = try ReportFixture.c("sites.c")
-        let run = try Heapgen.runJSON(fixture, ["leaky", "8"])
+        let run = try HeapGenCLI.runJSON(fixture, ["leaky", "8"])
         XCTAssertTrue(FileManager.default.fileExists(atPath: run.trace), "--trace keeps the trace at \(run.trace)")
         XCTAssertEqual(run.report.json["trace"] as? String, run.trace, "\(run.report)")
-        let again = try Heapgen.report(run.trace)
+        let again = try HeapGenCLI.report(run.trace)
         XCTAssertEqual(again.json["trace"] as? String, run.trace, "\(again)")
         XCTAssertEqual(again.findings.count, run.report.findings.count, again.findingsSummary)
         for (a, b) in zip(run.report.findings, again.findings) {
@@ -170,9 +171,9 @@ final class CommandLineReportTests: XCTestCase {
 
     func testCorruptTraceExits65WithOneLine() throws {
         let fixture = try ReportFixture.c("gentable.c")
-        let trace = try Heapgen.record(fixture, ["4"])
+        let trace = try HeapGenCLI.record(fixture, ["4"])
         let good = try Data(contentsOf: URL(fileURLWithPath: trace))
-        let dir = try RPaths.freshDirectory("corrupt")
+        let dir = try TestPaths.freshDirectory("corrupt")
 
         var flipped = good
         let at = good.count / 2
@@ -186,7 +187,7 @@ final class CommandLineReportTests: XCTestCase {
             let path = dir + "/" + name
             try data.write(to: URL(fileURLWithPath: path))
             for format in ["text", "json"] {
-                let r = try Heapgen.run(["report", path, "--format", format])
+                let r = try HeapGenCLI.run(["report", path, "--format", format])
                 XCTAssertEqual(r.status, 65, "\(name) (\(format)):\n\(r.transcript)")
                 XCTAssertEqual(r.stderrLines.count, 1, "one line on stderr for \(name) (\(format)):\n\(r.transcript)")
                 XCTAssertTrue(r.stderrText.hasPrefix("heapgen"), "\(name):\n\(r.transcript)")
@@ -197,7 +198,7 @@ final class CommandLineReportTests: XCTestCase {
             }
         }
         // A missing trace: 66 (cannot open), also one line.
-        let missing = try Heapgen.run(["report", dir + "/missing.trace"])
+        let missing = try HeapGenCLI.run(["report", dir + "/missing.trace"])
         XCTAssertEqual(missing.status, 66, missing.transcript)
         XCTAssertEqual(missing.stderrLines.count, 1, missing.transcript)
     }

@@ -1,6 +1,7 @@
 // Programs that do not mark their own cycles: `--mark-every` and `heapgen mark PID`.
 
 import Foundation
+import HeapGenTestSupport
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +12,7 @@ final class ExternalMarkReportTests: XCTestCase {
     /// Timing-tolerant: the marks and the cycles are not synchronised.
     func testMarkEveryFindsTheLeak() throws {
         let fixture = try ReportFixture.c("external.c")
-        let run = try Heapgen.runJSON(fixture, ["timed", "8", "150"], flags: ["--mark-every", "150ms"])
+        let run = try HeapGenCLI.runJSON(fixture, ["timed", "8", "150"], flags: ["--mark-every", "150ms"])
         let r = run.report
         guard let cycles = r.cycles else { return XCTFail("no cycles: \(r)") }
         XCTAssertGreaterThanOrEqual(cycles, 4, "about 7 timer cycles expected: \(r)")
@@ -31,12 +32,12 @@ final class ExternalMarkReportTests: XCTestCase {
     func testMarkCommandBetweenDrivenCycles() throws {
         let n = 6
         let fixture = try ReportFixture.c("external.c")
-        let dir = try RPaths.freshDirectory("driven")
+        let dir = try TestPaths.freshDirectory("driven")
         let pidFile = dir + "/pid", goPath = dir + "/go", donePath = dir + "/done"
         try FIFO.make(goPath)
         try FIFO.make(donePath)
         let trace = dir + "/x.trace", out = dir + "/report.json"
-        let heapgen = try Spawned(try RPaths.heapgen(),
+        let heapgen = try RunningProcess(try TestPaths.heapgen(),
                                   ["run", "--format", "json", "--output", out, "--trace", trace, "--",
                                    fixture, "driven", pidFile, goPath, donePath, "\(n)"])
         defer { heapgen.killIfRunning() }
@@ -60,7 +61,7 @@ final class ExternalMarkReportTests: XCTestCase {
         defer { close(done) }
 
         func mark(_ label: String) throws {
-            let m = try Heapgen.run(["mark", "\(pid)", label], timeout: 30)
+            let m = try HeapGenCLI.run(["mark", "\(pid)", label], timeout: 30)
             XCTAssertEqual(m.status, 0, "heapgen mark \(pid) \(label):\n\(m.transcript)")
         }
         try mark("heapgen.start")
@@ -96,7 +97,7 @@ final class ExternalMarkReportTests: XCTestCase {
         }
 
         // A process heapgen is not recording: exit 69.
-        let notRecorded = try Heapgen.run(["mark", "\(getpid())"])
+        let notRecorded = try HeapGenCLI.run(["mark", "\(getpid())"])
         XCTAssertEqual(notRecorded.status, 69, notRecorded.transcript)
     }
 }

@@ -2,13 +2,14 @@
 // cycle k allocates k+2 blocks of 100 bytes and frees the first of them.
 
 import Foundation
+import HeapGenTestSupport
 import XCTest
 
 final class GenerationTableReportTests: XCTestCase {
     func testGenerationNumbersAreExact() throws {
         let n = 8
         let fixture = try ReportFixture.c("gentable.c")
-        let run = try Heapgen.runJSON(fixture, ["\(n)"])
+        let run = try HeapGenCLI.runJSON(fixture, ["\(n)"])
         let r = run.report
         let gens = r.generations
 
@@ -67,7 +68,7 @@ final class GenerationTableReportTests: XCTestCase {
         XCTAssertEqual(jsonInt(liveAtExit["bytes"]), 100 * live, "liveAtExit: \(liveAtExit)")
 
         // `heapgen info` on the kept trace counts the same calls.
-        let info = try Heapgen.info(run.trace)
+        let info = try HeapGenCLI.info(run.trace)
         XCTAssertEqual(jsonInt(info["allocationCount"]), calls, "heapgen info: \(info)")
 
         // The growing site itself: k+1 more live blocks every cycle.
@@ -85,9 +86,9 @@ final class GenerationTableReportTests: XCTestCase {
     func testTotalAllocationsMatchValgrind() throws {
         let n = 8
         let fixture = try ReportFixture.c("gentable.c")
-        let run = try Heapgen.runJSON(fixture, ["\(n)"])
-        let valgrind = try findExecutable("valgrind", hint: "apt-get install -y valgrind")
-        let v = try spawnAndWait(valgrind, ["--run-libc-freeres=no", "--leak-check=no", fixture, "\(n)"], timeout: 300)
+        let run = try HeapGenCLI.runJSON(fixture, ["\(n)"])
+        let valgrind = try tool("valgrind", hint: "apt-get install -y valgrind")
+        let v = try runProcess(valgrind, ["--run-libc-freeres=no", "--leak-check=no", fixture, "\(n)"], timeout: 300)
         XCTAssertEqual(v.status, 0, v.transcript)
         // ==123==   total heap usage: 52 allocs, 8 frees, 5,200 bytes allocated
         guard let line = v.stderrLines.first(where: { $0.contains("total heap usage:") }) else {

@@ -2,6 +2,7 @@
 // JSON, the builder on synthetic analyses, and the text renderer.
 
 import Foundation
+import HeapGenTestSupport
 import HeapGenAnalysis
 @testable import HeapGenReport
 import HeapGenSymbolication

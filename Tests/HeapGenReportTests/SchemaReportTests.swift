@@ -2,12 +2,13 @@
 // with its JSON type, on real reports; and the documented order of findings.
 
 import Foundation
+import HeapGenTestSupport
 import XCTest
 
 final class SchemaReportTests: XCTestCase {
     func testEveryDocumentedFieldHasItsType() throws {
         let fixture = try ReportFixture.c("sites.c")
-        let run = try Heapgen.runJSON(fixture, ["leaky", "8"])
+        let run = try HeapGenCLI.runJSON(fixture, ["leaky", "8"])
         let r = run.report
         // Exact JSON types (JSONSerialization on Linux blurs 0/1 and false/true).
         let typed = try JSONDecoder().decode(JSONValue.self, from: Data(r.raw.utf8))
@@ -104,7 +105,7 @@ final class SchemaReportTests: XCTestCase {
     /// Abandoned, then leaked, then cache; within a kind by bytes per cycle, largest first.
     func testFindingsAreInTheDocumentedOrder() throws {
         let fixture = try ReportFixture.swift("Patterns")
-        let r = try Heapgen.runJSON(fixture, ["6"]).report
+        let r = try HeapGenCLI.runJSON(fixture, ["6"]).report
         XCTAssertGreaterThan(r.findings.count, 3, r.findingsSummary)
         let rank = ["abandoned": 0, "leaked": 1, "cache": 2]
         let kinds = r.findings.map { rank[$0.kind] ?? 99 }

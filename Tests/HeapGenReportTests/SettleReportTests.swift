@@ -1,6 +1,7 @@
 // --settle: objects of the last cycle freed ~50 ms after the last mark by another thread.
 
 import Foundation
+import HeapGenTestSupport
 import XCTest
 
 final class SettleReportTests: XCTestCase {
@@ -10,7 +11,7 @@ final class SettleReportTests: XCTestCase {
 
         // Without --settle the final snapshot is the last mark: the last cycle's
         // 4 blocks are still live there and count as its survivors.
-        let plain = try Heapgen.runJSON(fixture, ["\(n)"]).report
+        let plain = try HeapGenCLI.runJSON(fixture, ["\(n)"]).report
         XCTAssertEqual(plain.cycles, n, "\(plain)")
         let lastPlain = plain.generations[safe: n]
         XCTAssertEqual(lastPlain?.persistentObjects, 4, "last cycle without --settle: \(lastPlain?.json ?? [:])")
@@ -25,7 +26,7 @@ final class SettleReportTests: XCTestCase {
         XCTAssertTrue(plain.findings.allSatisfy { $0.kind != "abandoned" }, plain.findingsSummary)
 
         // With --settle 200ms the snapshot is taken after the releaser thread ran.
-        let settled = try Heapgen.runJSON(fixture, ["\(n)"], flags: ["--settle", "200ms"]).report
+        let settled = try HeapGenCLI.runJSON(fixture, ["\(n)"], flags: ["--settle", "200ms"]).report
         XCTAssertEqual(settled.cycles, n, "the settle mark must not add a cycle: \(settled)")
         XCTAssertEqual(settled.generations.count, n + 2, "setup, \(n) cycles, tail: \(settled.generations.map(\.json))")
         let lastSettled = settled.generations[safe: n]

@@ -1,6 +1,7 @@
 // Swift leak patterns with Foundation on Linux, and the bundled demo.
 
 import Foundation
+import HeapGenTestSupport
 import XCTest
 
 final class SwiftPatternsReportTests: XCTestCase {
@@ -11,7 +12,7 @@ final class SwiftPatternsReportTests: XCTestCase {
     func patternsReport() throws -> (report: Report, fixture: String) {
         if let hit = Self.cachedPatterns { return hit }
         let fixture = try ReportFixture.swift("Patterns")
-        let run = try Heapgen.runJSON(fixture, ["\(Self.patternCycles)"])
+        let run = try HeapGenCLI.runJSON(fixture, ["\(Self.patternCycles)"])
         XCTAssertTrue(run.result.stdoutText.contains("patterns: \(Self.patternCycles) cycles"), run.result.transcript)
         Self.cachedPatterns = (run.report, fixture)
         return (run.report, fixture)
@@ -74,8 +75,8 @@ final class SwiftPatternsReportTests: XCTestCase {
     }
 
     func testDemo() throws {
-        let demo = try RPaths.demo()
-        let result = try Heapgen.run(["run", "--format", "json", "--", demo])
+        let demo = try TestPaths.demo()
+        let result = try HeapGenCLI.run(["run", "--format", "json", "--", demo])
         XCTAssertEqual(result.status, 0, result.transcript)
         let programLine = "heapgen-demo: pushed and popped the profile screen 10 times"
         XCTAssertTrue(result.stdoutText.contains(programLine), "the program's own output is kept:\n\(result.transcript)")
@@ -103,7 +104,7 @@ enum ReportJSON {
     /// The JSON report printed on stdout by `heapgen run --format json` without --output,
     /// after whatever the program printed: the suffix of stdout that starts at a line
     /// beginning with "{" and parses as one JSON object.
-    static func extract(from result: ProcResult) throws -> Report {
+    static func extract(from result: ProcessResult) throws -> Report {
         let text = result.stdoutText
         if let whole = try? Report(data: result.stdout, origin: result.command) { return whole }
         var starts: [String.Index] = []
@@ -116,6 +117,6 @@ enum ReportJSON {
         for s in starts {
             if let report = try? Report(data: Data(text[s...].utf8), origin: result.command) { return report }
         }
-        throw ReportSupportError("no JSON report on stdout:\n\(result.transcript)")
+        throw TestSupportError("no JSON report on stdout:\n\(result.transcript)")
     }
 }

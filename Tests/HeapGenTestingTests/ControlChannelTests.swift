@@ -1,11 +1,12 @@
 // The control channel from C: heapgen_control in a real traced process.
 
 import Foundation
+import HeapGenTestSupport
 import XCTest
 
 final class ControlChannelTests: XCTestCase {
     /// "TAG rc json" lines of the control fixture, by tag.
-    private func answers(_ result: ProcessResult) -> [String: (rc: Int, json: String)] {
+    private func answers(_ result: TextProcessResult) -> [String: (rc: Int, json: String)] {
         var out: [String: (Int, String)] = [:]
         for line in result.stdout.split(separator: "\n") {
             let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
@@ -21,9 +22,9 @@ final class ControlChannelTests: XCTestCase {
     }
 
     func testObjectQueriesSeeAllocationsAndFreesInOrder() throws {
-        let heapgen = try TestingPaths.heapgen()
+        let heapgen = try TestPaths.heapgen()
         let fixture = try Run.compileC("control.c")
-        let trace = TestingPaths.scratch + "/objects.trace"
+        let trace = TestPaths.scratch + "/objects.trace"
         let result = try Run.run(heapgen, ["record", "--output", trace, "--", fixture, "objects"])
         XCTAssertEqual(result.status, 0, result.transcript)
         let a = answers(result)
@@ -61,9 +62,9 @@ final class ControlChannelTests: XCTestCase {
     }
 
     func testMalformedRequestsGetErrorsAndTheCollectorCarriesOn() throws {
-        let heapgen = try TestingPaths.heapgen()
+        let heapgen = try TestPaths.heapgen()
         let fixture = try Run.compileC("control.c")
-        let trace = TestingPaths.scratch + "/malformed.trace"
+        let trace = TestPaths.scratch + "/malformed.trace"
         let result = try Run.run(heapgen, ["record", "--output", trace, "--", fixture, "malformed"], timeout: 60)
         XCTAssertEqual(result.status, 0, result.transcript)
         let a = answers(result)
@@ -112,9 +113,9 @@ final class ControlChannelTests: XCTestCase {
     }
 
     func testRoundTripLatency() throws {
-        let heapgen = try TestingPaths.heapgen()
+        let heapgen = try TestPaths.heapgen()
         let fixture = try Run.compileC("control.c")
-        let trace = TestingPaths.scratch + "/latency.trace"
+        let trace = TestPaths.scratch + "/latency.trace"
         let result = try Run.run(heapgen, ["record", "--output", trace, "--", fixture, "latency", "100"], timeout: 120)
         XCTAssertEqual(result.status, 0, result.transcript)
         let line = try XCTUnwrap(result.stdout.split(separator: "\n").first { $0.hasPrefix("LATENCY") }, result.transcript)

@@ -4,6 +4,7 @@
 // `heapgen run` and without heapgen.
 
 import Foundation
+import HeapGenTestSupport
 import XCTest
 
 final class FixturePackageTests: XCTestCase {
@@ -30,18 +31,18 @@ final class FixturePackageTests: XCTestCase {
         let scratch = base + "/build"
         try? fm.removeItem(atPath: source)
         try fm.createDirectory(atPath: base, withIntermediateDirectories: true)
-        try fm.copyItem(atPath: TestingPaths.fixtures + "/FixturePackage", toPath: source)
+        try fm.copyItem(atPath: TestPaths.fixtures + "/FixturePackage", toPath: source)
         var env = ProcessInfo.processInfo.environment
-        env["HEAPGEN_PACKAGE_ROOT"] = TestingPaths.repoRoot
-        let swift = try TestingPaths.swift()
+        env["HEAPGEN_PACKAGE_ROOT"] = TestPaths.repoRoot
+        let swift = try TestPaths.swift()
         let result = try Run.run(swift, ["build", "--build-tests", "--package-path", source, "--scratch-path", scratch],
                                  environment: env, timeout: 900)
         guard result.status == 0 else {
-            throw TestingSupportError("the fixture package did not build:\n\(result.transcript)")
+            throw TestSupportError("the fixture package did not build:\n\(result.transcript)")
         }
         let binary = scratch + "/debug/FixturePackagePackageTests.xctest"
         guard fm.isExecutableFile(atPath: binary) else {
-            throw TestingSupportError("no \(binary) after the build:\n\(result.transcript)")
+            throw TestSupportError("no \(binary) after the build:\n\(result.transcript)")
         }
         return binary
     }
@@ -77,8 +78,8 @@ final class FixturePackageTests: XCTestCase {
 
     func testUnderHeapgenLeaksFailAndCleanCodePasses() throws {
         let binary = try Self.fixtureBinary()
-        let heapgen = try TestingPaths.heapgen()
-        let report = TestingPaths.scratch + "/fixture-report.txt"
+        let heapgen = try TestPaths.heapgen()
+        let report = TestPaths.scratch + "/fixture-report.txt"
         let result = try Run.run(heapgen, ["run", "--output", report, "--", binary], timeout: 300)
         // XCTest exits 1 when a test failed; heapgen run passes the status on.
         XCTAssertEqual(result.status, 1, result.transcript)
@@ -127,8 +128,8 @@ final class FixturePackageTests: XCTestCase {
 
     func testSwiftTestingRecordsIssuesAndCancelsWithoutHeapgen() throws {
         let binary = try Self.fixtureBinary()
-        let heapgen = try TestingPaths.heapgen()
-        let report = TestingPaths.scratch + "/fixture-st-report.txt"
+        let heapgen = try TestPaths.heapgen()
+        let report = TestPaths.scratch + "/fixture-st-report.txt"
         let traced = try Run.run(heapgen, ["run", "--output", report, "--", binary, "--testing-library", "swift-testing"],
                                  timeout: 300)
         XCTAssertNotEqual(traced.status, 0, traced.transcript)
