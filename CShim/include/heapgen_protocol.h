@@ -50,6 +50,8 @@ extern "C" {
 #define HG_ENV_ARENA_MB    "HEAPGEN_ARENA_MB"    /* optional blob arena size in MiB     */
 #define HG_ENV_MAX_FRAMES  "HEAPGEN_MAX_FRAMES"  /* optional, 1..HG_MAX_FRAMES         */
 #define HG_ENV_UNWIND      "HEAPGEN_UNWIND"      /* optional: "fast" (default) | "libunwind" */
+#define HG_ENV_LEAK_SCAN   "HEAPGEN_LEAK_SCAN"   /* "1": at exit, ask the collector for a leak scan
+                                                    ({"op":"scan"} on the control channel) */
 
 #define HG_DEFAULT_RING_SLOTS (1u << 18)   /* 256 Ki slots x 32 B = 8 MiB */
 #define HG_DEFAULT_ARENA_MB   256u         /* sparse: pages cost only when touched */

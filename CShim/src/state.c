@@ -236,9 +236,31 @@ void hg_init_slow(void)
     hg_guard--;
 }
 
+long heapgen_control(const char *request, char *response, size_t capacity);
+/* No crtbegin here (-nostartfiles), so no __dso_handle for atexit(): register directly. */
+extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+
+/* HEAPGEN_LEAK_SCAN=1: the program is exiting; every allocation and free it made is
+ * in the ring before the request, and it stays blocked here while the collector
+ * reads its memory (heapgen record --leaks). Only in the image that started tracking
+ * from its first allocation: a forked child inherited blocks its collector never saw. */
+static void hg_leak_scan_at_exit(void *unused)
+{
+    (void)unused;
+    if (g_hg_phase != 2 || g_hg.hdr == NULL || g_hg.hdr->origin != HG_ORIGIN_INIT)
+        return;
+    char response[256];
+    (void)heapgen_control("{\"op\":\"scan\"}", response, sizeof response);
+}
+
 /* Start as early as possible so library constructors' allocations count. */
 __attribute__((constructor(101))) static void hg_constructor(void)
 {
     if (g_hg_phase == 0)
         hg_init_slow();
+    /* Registered before the program's constructors run: among the atexit
+     * handlers, this one runs last. */
+    const char *scan = getenv(HG_ENV_LEAK_SCAN);
+    if (g_hg_phase == 2 && scan != NULL && strcmp(scan, "1") == 0)
+        __cxa_atexit(hg_leak_scan_at_exit, NULL, NULL);
 }

@@ -42,7 +42,10 @@ extension GenerationAnalyzer {
         for s in sites.indices where snapshotMark != nil && sites[s].sinceStamp == candidateStamp {
             survivors[s] = ObjectsAndBytes(objects: sites[s].goneSurvivorObjects, bytes: sites[s].goneSurvivorBytes)
         }
-        let unreachable = options.unreachable
+        var unreachable = options.unreachable
+        if let scanned = scannedUnreachable { unreachable = (unreachable ?? []).union(scanned) }
+        var scanObjects = 0
+        var scanBytes = 0
         var unreachableObjects = [Int](repeating: 0, count: unreachable == nil ? 0 : sites.count)
         let finalGeneration = generation
         table.forEach { address, block in
@@ -58,6 +61,10 @@ extension GenerationAnalyzer {
             }
             if let unreachable, unreachable.contains(address) {
                 unreachableObjects[Int(block.site)] &+= 1
+            }
+            if let scanned = scannedUnreachable, scanned.contains(address) {
+                scanObjects &+= 1
+                scanBytes &+= size
             }
         }
 
@@ -237,7 +244,10 @@ extension GenerationAnalyzer {
         if totals.unmatchedReallocUndos > 0 {
             notes.append("\(totals.unmatchedReallocUndos) reallocUndo records matched no pending realloc and were ignored.")
         }
-        if let unreachable {
+        if scannedUnreachable != nil {
+            notes.append("leak scan: \(scanObjects) unreachable block\(scanObjects == 1 ? "" : "s") (\(scanBytes) B) of \(table.count) live at exit.")
+        }
+        if let unreachable, options.unreachable != nil {
             notes.append("Leak classification used \(unreachable.count) unreachable block addresses.")
         }
         if process == nil { notes.append("No process record.") }

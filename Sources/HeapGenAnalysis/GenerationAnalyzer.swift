@@ -86,6 +86,9 @@ public struct GenerationAnalyzer {
     var modules: [ModuleEvent] = []
     var process: ProcessRecord?
     var end: EndRecord?
+    /// Addresses from the trace's `unreachable` records (a leak scan at exit), still
+    /// unreachable: an address allocated again after the scan is dropped. Nil: no scan.
+    var scannedUnreachable: Set<UInt64>?
 
     /// Pending reallocs kept before the oldest half is dropped.
     static let maxPendingReallocs = 4096
@@ -178,6 +181,9 @@ public struct GenerationAnalyzer {
             break
         case let .lost(count):
             totals.lostRecords &+= count
+        case let .unreachable(addresses):
+            if scannedUnreachable == nil { scannedUnreachable = [] }
+            scannedUnreachable!.formUnion(addresses)
         case let .process(record):
             process = record
         case let .end(record):
@@ -198,6 +204,8 @@ public struct GenerationAnalyzer {
         sites[Int(site)].allocations &+= 1
         sites[Int(site)].allocatedBytes &+= size
         let block = Block(size: size, site: site, epoch: epoch)
+        // A block allocated after the leak scan is not the one the scan judged.
+        if scannedUnreachable != nil { scannedUnreachable!.remove(address) }
         if let old = table.insert(address, block) {
             totals.duplicateAllocations &+= 1
             released(old)

@@ -145,6 +145,15 @@ final class LiveTracker {
     func lookup(_ address: UInt64) -> Entry? {
         map.lookup(address)
     }
+
+    /// Every live block as (address, size), by ascending address.
+    func liveBlocks() -> [(address: UInt64, size: UInt64)] {
+        var out: [(address: UInt64, size: UInt64)] = []
+        out.reserveCapacity(map.count)
+        map.forEach { out.append(($0.address, $0.size)) }
+        out.sort { $0.address < $1.address }
+        return out
+    }
 }
 
 /// Address → block: open addressing with linear probing and backward-shift
@@ -180,6 +189,11 @@ struct BlockMap {
 
     func deallocate() {
         table.deallocate()
+    }
+
+    /// Calls `body` for every entry, in table order.
+    func forEach(_ body: (Entry) -> Void) {
+        for k in 0...mask where table[k].address != 0 { body(table[k]) }
     }
 
     @inline(__always)

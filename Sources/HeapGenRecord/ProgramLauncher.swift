@@ -117,10 +117,10 @@ struct ProgramLauncher {
     // MARK: - Starting the program
 
     /// The environment for the program: ours plus the preload settings.
-    func environment(shimFD: Int32, ringSlots: Int?) -> [String] {
+    func environment(shimFD: Int32, ringSlots: Int?, scanLeaks: Bool = false) -> [String] {
         var env: [String] = []
         var preload: String?
-        let ours: Set<String> = ["LD_PRELOAD", "HEAPGEN_SOCK", "HEAPGEN_COLLECTOR", "HEAPGEN_RING_SLOTS"]
+        let ours: Set<String> = ["LD_PRELOAD", "HEAPGEN_SOCK", "HEAPGEN_COLLECTOR", "HEAPGEN_RING_SLOTS", "HEAPGEN_LEAK_SCAN"]
         for entry in currentEnvironment() {
             let name = entry.prefix { $0 != "=" }
             if name == "LD_PRELOAD" { preload = String(entry.dropFirst(name.count + 1)) }
@@ -135,6 +135,7 @@ struct ProgramLauncher {
         env.append("HEAPGEN_SOCK=\(shimFD)")
         env.append("HEAPGEN_COLLECTOR=\(getpid())")
         if let ringSlots { env.append("HEAPGEN_RING_SLOTS=\(ringSlots)") }
+        if scanLeaks { env.append("HEAPGEN_LEAK_SCAN=1") }
         return env
     }
 

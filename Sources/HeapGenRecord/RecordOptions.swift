@@ -23,6 +23,10 @@ public struct RecordOptions: Sendable {
     public var settleNanoseconds: UInt64 = 0
     /// Print one machine-readable `heapgen: stats: key=value ...` line (for scripts/bench).
     public var stats: Bool = false
+    /// Leak scan at exit (`--leaks`): track every live block from the start, and when the
+    /// program exits (its shim's atexit handler) find the blocks nothing references any
+    /// more with a conservative reachability scan; they go into the trace as `unreachable`.
+    public var scanLeaks: Bool = false
     /// The preload library; nil: `$HEAPGEN_SHIM`, else `libHeapGenShim.so` next to the executable.
     public var shimPath: String?
 

@@ -57,7 +57,7 @@ public final class Recorder {
 
         let keepIgnored = hg_initial_ignored_signals()
         hg_install_collector_signals()
-        let env = launcher.environment(shimFD: shimFD, ringSlots: options.ringSlots)
+        let env = launcher.environment(shimFD: shimFD, ringSlots: options.ringSlots, scanLeaks: options.scanLeaks)
         let pid: pid_t
         do {
             pid = try launcher.spawn(arguments: options.arguments, argv0: options.program, environment: env,

@@ -342,6 +342,8 @@ final class RecordingLoop {
         usedPaths.insert(path)
         let seg = Segment(raw: raw, origin: origin, image: image, path: path, writer: writer)
         seg.sequence = acceptedCount
+        // --leaks: know every block from the first allocation on, for the scan at exit.
+        if options.scanLeaks { seg.control.tracker = LiveTracker(since: 0) }
         hg_segment_answer(raw, collectorPid, UInt32(HG_STATE_ACCEPTED.rawValue))
         entry.segment = seg
         live.append(seg)

@@ -123,6 +123,17 @@ struct RecordDecoder {
             case RecordTag.lost:
                 try body(.lost(count: try c.varint()))
 
+            case RecordTag.unreachable:
+                let count = try c.length("unreachable count", limit: TraceFormat.maxUnreachable)
+                var addresses = [UInt64]()
+                addresses.reserveCapacity(count)
+                var previous: UInt64 = 0
+                for _ in 0..<count {
+                    previous = try c.delta(from: previous)
+                    addresses.append(previous)
+                }
+                try body(.unreachable(addresses))
+
             case RecordTag.process:
                 if sawProcess { throw c.corrupt("second process record", at: start) }
                 sawProcess = true

@@ -24,6 +24,10 @@ public enum TraceRecord: Sendable, Equatable {
     case threadStart(tid: UInt32)
     /// The shim gave up `count` events at this point.
     case lost(count: UInt64)
+    /// Blocks a conservative reachability scan (`heapgen record --leaks`, at the
+    /// program's exit) found live but referenced by nothing: their addresses, ascending.
+    /// A trace may hold several such records (a long list is split); they add up.
+    case unreachable([UInt64])
     /// The last record.
     case end(EndRecord)
 }
@@ -40,6 +44,7 @@ enum RecordTag {
     static let mark: UInt8 = 0x14
     static let threadStart: UInt8 = 0x15
     static let lost: UInt8 = 0x16
+    static let unreachable: UInt8 = 0x17
     static let process: UInt8 = 0x20
     static let end: UInt8 = 0x21
     static let `extension`: UInt8 = 0x7F
@@ -50,7 +55,7 @@ enum TraceFormat {
     static let magic: [UInt8] = [0x48, 0x47, 0x54, 0x52, 0x41, 0x43, 0x45, 0x00] // "HGTRACE\0"
     static let headerSize = 16
     static let majorVersion: UInt16 = 1
-    static let minorVersion: UInt16 = 0
+    static let minorVersion: UInt16 = 1
     static let chunkHeaderSize = 8
     static let maxChunkPayload = 16 * 1024 * 1024
     /// Writers flush once this many payload bytes are pending.
@@ -59,4 +64,6 @@ enum TraceFormat {
     static let maxFrames = 1024
     static let maxSegments = 64
     static let maxArguments = 65_536
+    /// Addresses in one `unreachable` record (writers split longer lists).
+    static let maxUnreachable = 65_536
 }

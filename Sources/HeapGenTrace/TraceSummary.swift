@@ -249,6 +249,8 @@ public struct TraceSummary: Sendable, Codable {
                 threads += 1
             case let .lost(count):
                 lost &+= count
+            case .unreachable:
+                break
             case let .process(record):
                 process = record
             case let .end(record):

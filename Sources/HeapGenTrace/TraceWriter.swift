@@ -283,6 +283,31 @@ public final class TraceWriter {
         if position >= Self.flushAt { flushPending() }
     }
 
+    /// Appends `unreachable` records for `addresses` (sorted here; split into records of at
+    /// most 65536 addresses). An empty list is one record with count 0: a scan that found
+    /// every block reachable.
+    public func unreachable(_ addresses: [UInt64]) {
+        guard writable else { return }
+        let sorted = addresses.sorted()
+        var start = 0
+        repeat {
+            let end = min(sorted.count, start + TraceFormat.maxUnreachable)
+            reserve(1 + Varint.maxBytes + (end - start) * Varint.maxBytes)
+            let p = buffer
+            var i = position
+            p[i] = RecordTag.unreachable
+            i = Varint.put(UInt64(end - start), into: p, at: i &+ 1)
+            var previous: UInt64 = 0
+            for k in start..<end {
+                i = Varint.put(Varint.zigzag(sorted[k] &- previous), into: p, at: i)
+                previous = sorted[k]
+            }
+            position = i
+            endLargeRecord()
+            start = end
+        } while start < sorted.count
+    }
+
     /// Writes the pending chunk.
     ///
     /// - Throws: ``TraceError`` (`.io`): this write's error, or the earlier ``failure``.

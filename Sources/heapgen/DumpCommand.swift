@@ -55,6 +55,8 @@ struct DumpCommand: ParsableCommand {
             return "thread \(tid)"
         case let .lost(count):
             return "lost \(count)"
+        case let .unreachable(addresses):
+            return "unreachable \(addresses.count) " + addresses.map(hex).joined(separator: " ")
         case let .end(e):
             return "end reason=\(e.reason) status=\(e.status) events=\(e.eventCount) waits=\(e.producerWaits) wait_ns=\(e.producerWaitNanoseconds) lost=\(e.lostEvents) torn=\(e.tornEvents) arena_full=\(e.arenaFull) free_null=\(e.freeNullCalls) unwind_fallbacks=\(e.unwindFallbacks)"
         }

@@ -45,6 +45,9 @@ struct RecordCommand: ParsableCommand {
         valueName: "duration"))
     var settle: String?
 
+    @Flag(help: "At exit, find the blocks nothing references any more (a conservative reachability scan, like LeakSanitizer) and record them: the report calls sites whose blocks at exit are all unreachable 'leaked'.")
+    var leaks = false
+
     @Flag(help: "Print one 'heapgen: stats: key=value ...' line with the collector's own costs (peak RSS, drain rate).")
     var stats = false
 
@@ -64,6 +67,7 @@ struct RecordCommand: ParsableCommand {
             command: command, output: output, noFollowFork: noFollowFork, noFollowExec: noFollowExec,
             ringSlots: ringSlots, quiet: quiet, markEvery: markEvery, settle: settle)
         options.stats = stats
+        options.scanLeaks = leaks
         let status = Recorder(options: options).run()
         if status != 0 { throw ExitCode(status) }
     }

@@ -58,6 +58,9 @@ struct RunCommand: ParsableCommand {
         valueName: "duration"))
     var settle: String?
 
+    @Flag(help: "At exit, find the blocks nothing references any more (a conservative reachability scan, like LeakSanitizer) and record them: the report calls sites whose blocks at exit are all unreachable 'leaked'.")
+    var leaks = false
+
     @OptionGroup(title: "Report options") var report: ReportOptions
 
     @OptionGroup(title: "Gate options") var gate: GateOptions
@@ -82,6 +85,8 @@ struct RunCommand: ParsableCommand {
             ringSlots: ringSlots, quiet: temporary && !keepTrace, markEvery: markEvery, settle: settle)
         // Gate files are read before the program runs: a typo costs no run.
         let policy = gate.isUsed ? try gate.loadPolicy() : nil
+        // Failing on leaks needs the scan that finds them.
+        options.scanLeaks = leaks || policy?.failOn.contains(.leaked) == true
 
         // Where the trace goes.
         let tracePath: String

@@ -215,6 +215,31 @@ int hg_poll_ns(struct pollfd *fds, unsigned long nfds, int64_t timeout_ns);
 /* prctl(PR_SET_TIMERSLACK): short idle sleeps of the collector stay short. */
 void hg_set_timer_slack(unsigned long ns);
 
+/* ------------------------------------------------------------- leak scan */
+
+/* Outcome of hg_leak_scan. */
+typedef struct hg_scan_result {
+    uint64_t scanned_bytes;  /* bytes read from the target (roots + reached blocks) */
+    uint64_t root_bytes;     /* of which roots                                      */
+    uint64_t root_regions;   /* rw mappings scanned as roots                        */
+    uint64_t marked;         /* blocks reached                                      */
+    uint64_t unreadable;     /* bytes that could not be read (EFAULT: skipped)      */
+    uint64_t elapsed_ns;
+    int32_t  error;          /* 0, or an errno value (EPERM, ESRCH, ...): nothing judged */
+    int32_t  aborted;        /* 1: the byte cap was hit, 2: the time cap; nothing judged */
+} hg_scan_result;
+
+/* Conservative reachability scan of process `pid` (LeakSanitizer-style), which
+ * must be stopped or blocked. `addrs` (ascending, non-overlapping) and `sizes`
+ * are its n live heap blocks. Roots: every rw mapping of /proc/PID/maps that
+ * overlaps no live block, except the heapgen memfd mappings. Every 8-aligned
+ * word pointing into [addr, addr+max(size,1)) of a block marks it; marked
+ * blocks are scanned in turn (worklist). marked[i] is set to 1 for reached
+ * blocks. Reads at most max_bytes bytes and runs at most max_ns. Returns 0 if
+ * the scan completed (result->error == 0 && !aborted), else -1. */
+int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t n,
+                 uint8_t *marked, uint64_t max_bytes, uint64_t max_ns, hg_scan_result *result);
+
 /* -------------------------------------------------------------- inspection */
 
 enum hg_inspect_result {

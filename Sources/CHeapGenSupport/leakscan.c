@@ -1,0 +1,207 @@
+/* Conservative reachability scan of a traced process at exit (heapgen
+ * record --leaks): which live blocks does nothing reference any more?
+ * See hg_leak_scan in CHeapGenSupport.h. */
+#include "CHeapGenSupport.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/uio.h>
+
+#define SCAN_CHUNK (1u << 20)   /* bytes read per process_vm_readv */
+
+typedef struct scan_state {
+    pid_t pid;
+    const uint64_t *addrs, *sizes;
+    size_t n;
+    uint64_t lo, hi;            /* [addrs[0], end of the last block) */
+    uint8_t *marked;
+    size_t *work;               /* worklist of block indices (each pushed once) */
+    size_t work_len;
+    uint64_t *buf;
+    uint64_t max_bytes, deadline;
+    hg_scan_result *r;
+} scan_state;
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t block_end(const scan_state *s, size_t i)
+{
+    uint64_t size = s->sizes[i] ? s->sizes[i] : 1;
+    return s->addrs[i] + size;
+}
+
+/* Index of the block containing `p`, or (size_t)-1. */
+static inline size_t find_block(const scan_state *s, uint64_t p)
+{
+    size_t lo = 0, hi = s->n;          /* first index with addr > p */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->addrs[mid] <= p) lo = mid + 1; else hi = mid;
+    }
+    if (lo == 0) return (size_t)-1;
+    size_t i = lo - 1;
+    return p < block_end(s, i) ? i : (size_t)-1;
+}
+
+/* True if [start, end) overlaps a live block. */
+static int overlaps_block(const scan_state *s, uint64_t start, uint64_t end)
+{
+    size_t lo = 0, hi = s->n;          /* first block whose end > start */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (block_end(s, mid) <= start) lo = mid + 1; else hi = mid;
+    }
+    return lo < s->n && s->addrs[lo] < end;
+}
+
+static void scan_words(scan_state *s, const uint64_t *words, size_t count)
+{
+    for (size_t k = 0; k < count; k++) {
+        uint64_t p = words[k];
+        if (p < s->lo || p >= s->hi) continue;
+        size_t i = find_block(s, p);
+        if (i == (size_t)-1 || s->marked[i]) continue;
+        s->marked[i] = 1;
+        s->r->marked++;
+        s->work[s->work_len++] = i;
+    }
+}
+
+/* Reads and scans [start, end) of the target. 0 ok, -1 stop (error/cap). */
+static int scan_range(scan_state *s, uint64_t start, uint64_t end)
+{
+    start = (start + 7) & ~7ull;
+    while (start + 8 <= end) {
+        uint64_t len = end - start;
+        if (len > SCAN_CHUNK) len = SCAN_CHUNK;
+        len &= ~7ull;
+        if (s->r->scanned_bytes + len > s->max_bytes) { s->r->aborted = 1; return -1; }
+        if (mono_ns() > s->deadline) { s->r->aborted = 2; return -1; }
+        struct iovec local = { s->buf, (size_t)len };
+        struct iovec remote = { (void *)(uintptr_t)start, (size_t)len };
+        ssize_t got = process_vm_readv(s->pid, &local, 1, &remote, 1, 0);
+        if (got < 0) {
+            if (errno == EFAULT || errno == EIO) {
+                /* unmapped or unreadable page (device memory, a race): skip a page */
+                uint64_t next = (start | 4095) + 1;
+                if (next > end) next = end;
+                s->r->unreadable += next - start;
+                start = next;
+                continue;
+            }
+            if (errno == EINTR) continue;
+            s->r->error = errno;
+            return -1;
+        }
+        if (got == 0) {         /* nothing readable here: skip a page */
+            uint64_t next = (start | 4095) + 1;
+            if (next > end) next = end;
+            s->r->unreadable += next - start;
+            start = next;
+            continue;
+        }
+        s->r->scanned_bytes += (uint64_t)got;
+        scan_words(s, s->buf, (size_t)got / 8);
+        start += (uint64_t)got & ~7ull;
+        if (got < 8) start += 8;
+    }
+    return 0;
+}
+
+int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t n,
+                 uint8_t *marked, uint64_t max_bytes, uint64_t max_ns, hg_scan_result *result)
+{
+    memset(result, 0, sizeof *result);
+    uint64_t t0 = mono_ns();
+    scan_state s = { 0 };
+    s.pid = pid;
+    s.addrs = addrs;
+    s.sizes = sizes;
+    s.n = n;
+    s.marked = marked;
+    s.max_bytes = max_bytes;
+    s.deadline = t0 + max_ns;
+    s.r = result;
+    if (n > 0) {
+        memset(marked, 0, n);
+        s.lo = addrs[0];
+        s.hi = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t e = block_end(&s, i);
+            if (e > s.hi) s.hi = e;
+        }
+    }
+    s.work = malloc((n ? n : 1) * sizeof(size_t));
+    s.buf = malloc(SCAN_CHUNK);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    FILE *maps = fopen(path, "re");
+    if (s.work == NULL || s.buf == NULL || maps == NULL) {
+        result->error = maps == NULL ? errno : ENOMEM;
+        if (maps) fclose(maps);
+        free(s.work);
+        free(s.buf);
+        result->elapsed_ns = mono_ns() - t0;
+        return -1;
+    }
+
+    /* Roots. Read the whole map first: scanning takes time, keep the file short-lived. */
+    size_t cap = 64, count = 0;
+    uint64_t (*regions)[2] = malloc(cap * sizeof *regions);
+    char *line = NULL;
+    size_t line_cap = 0;
+    while (regions && getline(&line, &line_cap, maps) > 0) {
+        unsigned long long start, end;
+        char perms[8] = { 0 };
+        int consumed = 0;
+        if (sscanf(line, "%llx-%llx %7s %*s %*s %*s%n", &start, &end, perms, &consumed) < 3)
+            continue;
+        if (perms[0] != 'r' || perms[1] != 'w')
+            continue;
+        if (strstr(line, "/memfd:heapgen") != NULL)
+            continue;
+        if (n > 0 && overlaps_block(&s, start, end))
+            continue;
+        if (count == cap) {
+            cap *= 2;
+            void *grown = realloc(regions, cap * sizeof *regions);
+            if (!grown) { free(regions); regions = NULL; break; }
+            regions = grown;
+        }
+        regions[count][0] = start;
+        regions[count][1] = end;
+        count++;
+    }
+    free(line);
+    fclose(maps);
+    int rc = 0;
+    if (regions == NULL) {
+        result->error = ENOMEM;
+        rc = -1;
+    }
+    for (size_t k = 0; rc == 0 && k < count; k++) {
+        result->root_regions++;
+        uint64_t before = result->scanned_bytes;
+        rc = scan_range(&s, regions[k][0], regions[k][1]);
+        result->root_bytes += result->scanned_bytes - before;
+    }
+    free(regions);
+
+    /* Mark: scan every reached block, transitively. */
+    while (rc == 0 && s.work_len > 0) {
+        size_t i = s.work[--s.work_len];
+        rc = scan_range(&s, addrs[i], addrs[i] + sizes[i]);
+    }
+    free(s.work);
+    free(s.buf);
+    result->elapsed_ns = mono_ns() - t0;
+    return rc == 0 && result->error == 0 && result->aborted == 0 ? 0 : -1;
+}

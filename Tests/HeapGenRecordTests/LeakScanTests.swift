@@ -1,0 +1,92 @@
+// `--leaks`: the conservative reachability scan at exit, and the leaked findings
+// and gate verdicts it enables (Fixtures/leaks.c).
+
+import Foundation
+import HeapGenTestSupport
+import HeapGenTrace
+import XCTest
+
+final class LeakScanTests: XCTestCase {
+    /// `heapgen run FLAGS --format json -- leaks ARGS`: status and report.
+    private func run(_ flags: [String], _ arguments: [String] = []) throws -> (ProcessResult, [String: Any]) {
+        let exe = try Fixture.build("leaks.c")
+        let result = try HeapGenCLI.run(["run", "--format", "json"] + flags + ["--", exe] + arguments)
+        guard let report = try? JSONSerialization.jsonObject(with: result.stdout) as? [String: Any] else {
+            throw TestSupportError("not one JSON report:\n\(result.transcript)")
+        }
+        return (result, report)
+    }
+
+    private func findings(_ report: [String: Any]) -> [(kind: String, function: String?, finding: [String: Any])] {
+        (report["findings"] as? [[String: Any]] ?? []).map { f in
+            let frames = f["frames"] as? [[String: Any]] ?? []
+            let user = f["userFrame"] as? Int ?? 0
+            let frame = user < frames.count ? frames[user] : nil
+            return (f["kind"] as? String ?? "", frame?["shortFunction"] as? String, f)
+        }
+    }
+
+    func testLeaksFindsTheLostBlocksAndNotTheAbandonedList() throws {
+        let (result, report) = try run(["--leaks"])
+        XCTAssertStatus(result, 0)
+        let all = findings(report)
+        let leaked = all.filter { $0.kind == "leaked" }
+        let abandoned = all.filter { $0.kind == "abandoned" }
+        XCTAssertEqual(leaked.map(\.function), ["lose_block"], result.transcript)
+        XCTAssertEqual(abandoned.map(\.function), ["keep_node"], result.transcript)
+        if let lost = leaked.first?.finding {
+            XCTAssertEqual(lost["objectsPerCycle"] as? [Int], [1, 1, 1, 1, 1, 1])
+            XCTAssertEqual(lost["bytesPerCycle"] as? [Int], [64, 64, 64, 64, 64, 64])
+            XCTAssertEqual(lost["survivingObjects"] as? Int, 5)
+        }
+        if let kept = abandoned.first?.finding {
+            XCTAssertEqual(kept["objectsPerCycle"] as? [Int], [1, 1, 1, 1, 1, 1])
+            XCTAssertEqual(kept["bytesPerCycle"] as? [Int], [32, 32, 32, 32, 32, 32])
+        }
+        let notes = report["notes"] as? [String] ?? []
+        XCTAssertTrue(notes.contains("leak scan: 6 unreachable blocks (384 B) of 12 live at exit."), "\(notes)")
+    }
+
+    func testWithoutLeaksNothingIsLeaked() throws {
+        let (result, report) = try run([])
+        XCTAssertStatus(result, 0)
+        let all = findings(report)
+        XCTAssertFalse(all.contains { $0.kind == "leaked" }, "\(all.map(\.kind))")
+        XCTAssertEqual(all.filter { $0.kind == "abandoned" }.compactMap(\.function).sorted(), ["keep_node", "lose_block"])
+        XCTAssertFalse((report["notes"] as? [String] ?? []).contains { $0.hasPrefix("leak scan") })
+    }
+
+    func testFailOnLeakedImpliesTheScan() throws {
+        let (failing, _) = try run(["--fail-on", "leaked"])
+        XCTAssertStatus(failing, 23)
+        let (passing, report) = try run(["--fail-on", "leaked"], ["noleak"])
+        XCTAssertStatus(passing, 0)
+        let notes = report["notes"] as? [String] ?? []
+        XCTAssertTrue(notes.contains("leak scan: 0 unreachable blocks (0 B) of 6 live at exit."), "\(notes)")
+    }
+
+    func testTheTraceHoldsTheUnreachableAddresses() throws {
+        let exe = try Fixture.build("leaks.c")
+        let rec = try HeapGenCLI.recording(exe, [], flags: ["--quiet", "--leaks"])
+        XCTAssertStatus(rec.result, 0)
+        var reader = try TraceReader(path: rec.trace)
+        var lostBlocks: Set<UInt64> = []
+        var stacks: [UInt32: [UInt64]] = [:]
+        var allocations: [(address: UInt64, size: UInt64)] = []
+        var unreachable: [UInt64] = []
+        try reader.forEach { record in
+            switch record {
+            case let .allocation(_, address, size, stack, _):
+                allocations.append((address, size))
+                if size == 64 { lostBlocks.insert(address) }
+                _ = stacks[stack]
+            case let .stack(id, frames): stacks[id] = frames
+            case let .unreachable(addresses): unreachable += addresses
+            default: break
+            }
+        }
+        XCTAssertEqual(allocations.count, 12)
+        XCTAssertEqual(Set(unreachable), lostBlocks)
+        XCTAssertEqual(unreachable, unreachable.sorted())
+    }
+}
