@@ -177,32 +177,35 @@ static inline uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); re
 static inline uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static inline uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 
-static uint64_t uleb(const uint8_t **pp) {
+/* LEB128 body shared by uleb/sleb: *shift and *last report where it ended,
+ * which sleb needs for sign extension. */
+static uint64_t leb(const uint8_t **pp, unsigned *shift, uint8_t *last) {
     const uint8_t *p = *pp;
     uint64_t v = 0;
-    unsigned shift = 0;
+    unsigned s = 0;
     uint8_t b;
     do {
         b = *p++;
-        if (shift < 64) v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
+        if (s < 64) v |= (uint64_t)(b & 0x7f) << s;
+        s += 7;
     } while (b & 0x80);
     *pp = p;
+    *shift = s;
+    *last = b;
     return v;
 }
 
+static uint64_t uleb(const uint8_t **pp) {
+    unsigned shift;
+    uint8_t last;
+    return leb(pp, &shift, &last);
+}
+
 static int64_t sleb(const uint8_t **pp) {
-    const uint8_t *p = *pp;
-    uint64_t v = 0;
-    unsigned shift = 0;
-    uint8_t b;
-    do {
-        b = *p++;
-        if (shift < 64) v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-    } while (b & 0x80);
-    if (shift < 64 && (b & 0x40)) v |= ~(uint64_t)0 << shift;
-    *pp = p;
+    unsigned shift;
+    uint8_t last;
+    uint64_t v = leb(pp, &shift, &last);
+    if (shift < 64 && (last & 0x40)) v |= ~(uint64_t)0 << shift;
     return (int64_t)v;
 }
 

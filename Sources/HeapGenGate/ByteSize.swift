@@ -1,5 +1,7 @@
 // Byte counts as people write them on a command line.
 
+import HeapGenReport
+
 /// Parses sizes such as `64`, `1KB`, `1 KiB`, `2MB`, `1.5 MB`, `+100 b`.
 ///
 /// As in pytest-memray's `limit_leaks("1 KB")`, units are binary and case-insensitive:
@@ -48,29 +50,11 @@ public enum ByteSize {
 
     /// `1234` → `"1,234 B"`: exact, for limits and per-cycle figures.
     public static func exact<T: BinaryInteger>(_ n: T) -> String {
-        HumanCount.count(n) + " B"
+        HumanUnits.count(n) + " B"
     }
 
     /// `192` → `"+192 B"`, `-8` → `"-8 B"`, `0` → `"0 B"`.
     public static func signed(_ n: Int) -> String {
         (n > 0 ? "+" : "") + exact(n)
-    }
-}
-
-/// Thousands separators without Foundation.
-enum HumanCount {
-    static func count<T: BinaryInteger>(_ n: T) -> String {
-        let digits = String(n.magnitude)
-        var out = ""
-        for (i, ch) in digits.enumerated() {
-            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
-            out.append(ch)
-        }
-        return (n < 0 ? "-" : "") + out
-    }
-
-    /// `1 site`, `2 sites`.
-    static func plural<T: BinaryInteger>(_ n: T, _ singular: String, _ pluralForm: String? = nil) -> String {
-        "\(count(n)) \(n == 1 ? singular : (pluralForm ?? singular + "s"))"
     }
 }

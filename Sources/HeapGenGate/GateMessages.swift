@@ -63,7 +63,7 @@ public enum GateMessages {
         }
         let policy = v.policy
         if policy.failOn.contains(.abandoned) {
-            parts.append("no abandoned memory above \(ByteSize.exact(policy.maxBytesPerCycle)) per cycle over \(HumanCount.plural(v.judgedCycles, "cycle"))")
+            parts.append("no abandoned memory above \(ByteSize.exact(policy.maxBytesPerCycle)) per cycle over \(HumanUnits.plural(v.judgedCycles, "cycle"))")
         }
         if policy.failOn.contains(.leaked) { parts.append("no leaked sites") }
         if let g = v.growth {
@@ -119,12 +119,12 @@ public enum GateMessages {
     /// `2 abandoned sites (+292 B per cycle)`.
     static func findingsPhrase(_ results: [GateVerdict.FindingResult], _ kind: Report.Finding.Kind) -> String {
         let perCycle = results.reduce(0) { $0 + $1.finding.averageBytesPerCycle }
-        return "\(HumanCount.plural(results.count, "\(kind.rawValue) site")) (\(ByteSize.signed(perCycle)) per cycle)"
+        return "\(HumanUnits.plural(results.count, "\(kind.rawValue) site")) (\(ByteSize.signed(perCycle)) per cycle)"
     }
 
     /// `live heap grew +292 B per cycle over 7 cycles (limit 1,024 B)`.
     static func growthPhrase(_ g: GateVerdict.Growth) -> String {
-        var text = "live heap grew \(ByteSize.signed(g.bytesPerCycle)) per cycle over \(HumanCount.plural(g.cycles, "cycle")) (limit \(ByteSize.exact(g.limit))"
+        var text = "live heap grew \(ByteSize.signed(g.bytesPerCycle)) per cycle over \(HumanUnits.plural(g.cycles, "cycle")) (limit \(ByteSize.exact(g.limit))"
         if g.excusedBytesPerCycle > 0 { text += "; \(ByteSize.exact(g.excusedBytesPerCycle)) per cycle of suppressed or known sites left out" }
         return text + ")"
     }

@@ -60,7 +60,7 @@ public enum JUnitWriter {
         }
         if v.findings.isEmpty {
             cases.append(gateCase("no abandoned memory", failed: false, type: "abandoned",
-                                  text: "no abandoned or leaked site over \(HumanCount.plural(v.judgedCycles, "judged cycle"))"))
+                                  text: "no abandoned or leaked site over \(HumanUnits.plural(v.judgedCycles, "judged cycle"))"))
         }
         var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         out += "<testsuites name=\"heapgen\" tests=\"\(cases.count)\" failures=\"\(failures)\" errors=\"0\">\n"
@@ -84,7 +84,7 @@ public enum JUnitWriter {
         var lines = ["type: \(f.typeName ?? "(malloc blocks, no Swift type)")",
                      "growth: \(SiteText.growth(f)), grew in \(f.cyclesWithGrowth) of \(f.cycles) judged cycles",
                      "bytes per cycle: " + f.bytesPerCycle.map(String.init).joined(separator: " "),
-                     "left behind: \(HumanCount.plural(f.survivingObjects, "object")), \(ByteSize.exact(f.survivingBytes))",
+                     "left behind: \(HumanUnits.plural(f.survivingObjects, "object")), \(ByteSize.exact(f.survivingBytes))",
                      "stack:"]
         lines += SiteText.stack(f).map { "  " + $0 }
         return lines

@@ -29,7 +29,7 @@ public enum MarkdownSummary {
             }
             lines.append("")
         } else {
-            lines.append("No abandoned or leaked memory over \(HumanCount.plural(v.judgedCycles, "judged cycle")).")
+            lines.append("No abandoned or leaked memory over \(HumanUnits.plural(v.judgedCycles, "judged cycle")).")
             lines.append("")
         }
         if let g = v.growth {

@@ -1,4 +1,5 @@
 import CHeapGenSupport
+import HeapGenReport
 import HeapGenTrace
 #if canImport(Glibc)
 import Glibc
@@ -140,10 +141,10 @@ public final class Recorder {
                 printDiagnostic(Self.summaryLine(trace))
             }
             var problems: [String] = []
-            if trace.badStacks > 0 { problems.append("\(Format.count(trace.badStacks)) allocations with an unreadable stack (kept without one)") }
-            if trace.undefinedTypes > 0 { problems.append("\(Format.count(trace.undefinedTypes)) allocations naming an unknown type (kept without one)") }
-            if trace.badRecords > 0 { problems.append("\(Format.count(trace.badRecords)) unreadable metadata records skipped") }
-            if trace.end.tornEvents > 0 { problems.append("\(Format.count(trace.end.tornEvents)) half-written events discarded") }
+            if trace.badStacks > 0 { problems.append("\(HumanUnits.count(trace.badStacks)) allocations with an unreadable stack (kept without one)") }
+            if trace.undefinedTypes > 0 { problems.append("\(HumanUnits.count(trace.undefinedTypes)) allocations naming an unknown type (kept without one)") }
+            if trace.badRecords > 0 { problems.append("\(HumanUnits.count(trace.badRecords)) unreadable metadata records skipped") }
+            if trace.end.tornEvents > 0 { problems.append("\(HumanUnits.count(trace.end.tornEvents)) half-written events discarded") }
             if !problems.isEmpty {
                 printDiagnostic("warning: \(trace.path): " + problems.joined(separator: ", "))
             }
@@ -154,12 +155,12 @@ public final class Recorder {
     }
 
     static func summaryLine(_ trace: FinishedTrace) -> String {
-        var line = "wrote \(trace.path) (\(Format.count(trace.events)) event\(trace.events == 1 ? "" : "s"), \(Format.bytes(trace.bytes))"
+        var line = "wrote \(trace.path) (\(HumanUnits.count(trace.events)) event\(trace.events == 1 ? "" : "s"), \(HumanUnits.bytes(trace.bytes))"
         if trace.end.producerWaits > 0 {
-            line += "; the program waited \(Format.count(trace.end.producerWaits)) times for the collector, \(Format.duration(trace.end.producerWaitNanoseconds)) in all"
+            line += "; the program waited \(HumanUnits.count(trace.end.producerWaits)) times for the collector, \(HumanUnits.duration(nanoseconds: trace.end.producerWaitNanoseconds)) in all"
         }
         if trace.end.lostEvents > 0 {
-            line += "; \(Format.count(trace.end.lostEvents)) events lost"
+            line += "; \(HumanUnits.count(trace.end.lostEvents)) events lost"
         }
         line += ")"
         return line
@@ -174,48 +175,13 @@ public final class Recorder {
     }
 }
 
-/// Number formatting for the summary lines (no Foundation).
+/// Numbers in the collector's lines come from the report's `HumanUnits`, so
+/// every heapgen line reads alike; only the `--stats` precision is its own.
 enum Format {
-    /// 1234567 → "1,234,567"
-    static func count(_ n: UInt64) -> String {
-        let digits = String(n)
-        var out = ""
-        for (i, ch) in digits.enumerated() {
-            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
-            out.append(ch)
-        }
-        return out
-    }
-
-    /// 12_345_678 → "12.3 MB" (decimal units).
-    static func bytes(_ n: UInt64) -> String {
-        if n < 1000 { return "\(n) bytes" }
-        let units = ["kB", "MB", "GB", "TB"]
-        var value = Double(n) / 1000
-        var unit = 0
-        while value >= 1000 && unit < units.count - 1 {
-            value /= 1000
-            unit += 1
-        }
-        return oneDecimal(value) + " " + units[unit]
-    }
-
-    /// 1_500_000 ns → "1.5 ms"
-    static func duration(_ ns: UInt64) -> String {
-        if ns < 1_000 { return "\(ns) ns" }
-        if ns < 1_000_000 { return oneDecimal(Double(ns) / 1e3) + " µs" }
-        if ns < 1_000_000_000 { return oneDecimal(Double(ns) / 1e6) + " ms" }
-        return oneDecimal(Double(ns) / 1e9) + " s"
-    }
-
+    /// `2.3174` → `"2.317"`: the fixed precision of the `--stats` line.
     static func threeDecimals(_ v: Double) -> String {
         let thousandths = Int((v * 1000).rounded())
         let fraction = String(thousandths % 1000)
         return "\(thousandths / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
-    }
-
-    static func oneDecimal(_ v: Double) -> String {
-        let tenths = Int((v * 10).rounded())
-        return "\(tenths / 10).\(tenths % 10)"
     }
 }

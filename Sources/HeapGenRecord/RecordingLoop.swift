@@ -1,4 +1,5 @@
 import CHeapGenSupport
+import HeapGenReport
 import HeapGenTrace
 #if canImport(Glibc)
 import Glibc
@@ -114,7 +115,7 @@ final class RecordingLoop {
             if now >= nextTimedMark {
                 timedMarks += 1
                 nextTimedMark += options.markEveryNanoseconds
-                let label = "every \(Format.duration(options.markEveryNanoseconds)) #\(timedMarks)"
+                let label = "every \(HumanUnits.duration(nanoseconds: options.markEveryNanoseconds)) #\(timedMarks)"
                 if hg_produce_mark(seg.raw, label, 1) != 0 { seg.pendingMark = (label, 1) }
             }
         }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import HeapGenReport
 import HeapGenTrace
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -60,39 +61,39 @@ enum SummaryTable {
         rows.append(("executable", p.executable))
         if !p.arguments.isEmpty { rows.append(("arguments", p.arguments.joined(separator: " "))) }
         rows.append(("ended", endDescription(s.end)))
-        rows.append(("events", count(s.eventCount)))
+        rows.append(("events", HumanUnits.count(s.eventCount)))
         let allocated = s.allocations.values.reduce(UInt64(0)) { $0 &+ $1.bytes }
-        rows.append(("allocations", "\(count(s.allocationCount)) (\(bytes(allocated)))"))
+        rows.append(("allocations", "\(HumanUnits.count(s.allocationCount)) (\(HumanUnits.bytes(allocated)))"))
         for (name, totals) in s.allocations.sorted(by: { $0.key < $1.key }) {
-            rows.append(("  " + name, "\(count(totals.calls)) (\(bytes(totals.bytes)))"))
+            rows.append(("  " + name, "\(HumanUnits.count(totals.calls)) (\(HumanUnits.bytes(totals.bytes)))"))
         }
-        rows.append(("frees", count(s.freeCount)))
+        rows.append(("frees", HumanUnits.count(s.freeCount)))
         for (name, calls) in s.frees.sorted(by: { $0.key < $1.key }) {
-            rows.append(("  " + name, count(calls)))
+            rows.append(("  " + name, HumanUnits.count(calls)))
         }
-        if s.reallocUndoCount > 0 { rows.append(("failed reallocs", count(s.reallocUndoCount))) }
-        if s.freeNullCalls > 0 { rows.append(("free(NULL)", count(s.freeNullCalls))) }
-        rows.append(("live at end", "\(count(s.liveObjects)) blocks, \(bytes(s.liveBytes))"))
-        rows.append(("peak", "\(bytes(s.peakLiveBytes)) at event \(count(s.peakEventPosition))"))
-        rows.append(("stacks", count(UInt64(s.stackCount))))
-        if !s.types.isEmpty { rows.append(("types", count(UInt64(s.types.count)))) }
-        rows.append(("modules", count(UInt64(s.modules.count))))
-        rows.append(("threads", count(UInt64(s.threadCount))))
+        if s.reallocUndoCount > 0 { rows.append(("failed reallocs", HumanUnits.count(s.reallocUndoCount))) }
+        if s.freeNullCalls > 0 { rows.append(("free(NULL)", HumanUnits.count(s.freeNullCalls))) }
+        rows.append(("live at end", "\(HumanUnits.count(s.liveObjects)) blocks, \(HumanUnits.bytes(s.liveBytes))"))
+        rows.append(("peak", "\(HumanUnits.bytes(s.peakLiveBytes)) at event \(HumanUnits.count(s.peakEventPosition))"))
+        rows.append(("stacks", HumanUnits.count(UInt64(s.stackCount))))
+        if !s.types.isEmpty { rows.append(("types", HumanUnits.count(UInt64(s.types.count)))) }
+        rows.append(("modules", HumanUnits.count(UInt64(s.modules.count))))
+        rows.append(("threads", HumanUnits.count(UInt64(s.threadCount))))
         for mark in s.marks {
             let label = mark.label.isEmpty ? "#\(mark.index)" : "#\(mark.index) \(mark.label)"
-            rows.append(("mark", "\(label): \(count(mark.liveObjects)) blocks, \(bytes(mark.liveBytes)) live at event \(count(mark.eventPosition))"))
+            rows.append(("mark", "\(label): \(HumanUnits.count(mark.liveObjects)) blocks, \(HumanUnits.bytes(mark.liveBytes)) live at event \(HumanUnits.count(mark.eventPosition))"))
         }
         let e = s.end
         if e.producerWaits > 0 {
-            rows.append(("program waited", "\(count(e.producerWaits)) times, \(e.producerWaitNanoseconds / 1_000_000) ms"))
+            rows.append(("program waited", "\(HumanUnits.count(e.producerWaits)) times, \(e.producerWaitNanoseconds / 1_000_000) ms"))
         }
-        if e.lostEvents > 0 || s.lostEvents > 0 { rows.append(("lost events", count(max(e.lostEvents, s.lostEvents)))) }
-        if e.tornEvents > 0 { rows.append(("torn events", count(e.tornEvents))) }
-        if e.arenaFull > 0 { rows.append(("arena full", count(e.arenaFull))) }
-        if e.unwindFallbacks > 0 { rows.append(("unwind fallbacks", count(e.unwindFallbacks))) }
+        if e.lostEvents > 0 || s.lostEvents > 0 { rows.append(("lost events", HumanUnits.count(max(e.lostEvents, s.lostEvents)))) }
+        if e.tornEvents > 0 { rows.append(("torn events", HumanUnits.count(e.tornEvents))) }
+        if e.arenaFull > 0 { rows.append(("arena full", HumanUnits.count(e.arenaFull))) }
+        if e.unwindFallbacks > 0 { rows.append(("unwind fallbacks", HumanUnits.count(e.unwindFallbacks))) }
         let problemCount = s.unknownFrees + s.doubleAllocations + s.badUndos
         if problemCount > 0 {
-            rows.append(("problems", "\(count(s.unknownFrees)) unknown frees, \(count(s.doubleAllocations)) double allocations, \(count(s.badUndos)) bad undos"))
+            rows.append(("problems", "\(HumanUnits.count(s.unknownFrees)) unknown frees, \(HumanUnits.count(s.doubleAllocations)) double allocations, \(HumanUnits.count(s.badUndos)) bad undos"))
         }
         let width = rows.map(\.0.count).max() ?? 0
         var lines = rows.map { $0.0 + String(repeating: " ", count: width - $0.0.count) + "  " + $0.1 }
@@ -116,28 +117,5 @@ enum SummaryTable {
         case .collectorStopped: "still running when heapgen stopped"
         case .unknown: "unknown"
         }
-    }
-
-    static func count(_ n: UInt64) -> String {
-        let digits = String(n)
-        var out = ""
-        for (i, ch) in digits.enumerated() {
-            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
-            out.append(ch)
-        }
-        return out
-    }
-
-    static func bytes(_ n: UInt64) -> String {
-        if n < 1000 { return "\(n) B" }
-        let units = ["kB", "MB", "GB", "TB"]
-        var v = Double(n) / 1000
-        var u = 0
-        while v >= 1000 && u < units.count - 1 {
-            v /= 1000
-            u += 1
-        }
-        let tenths = Int((v * 10).rounded())
-        return "\(tenths / 10).\(tenths % 10) \(units[u])"
     }
 }

@@ -9,19 +9,7 @@ final class FuzzTests: XCTestCase {
     /// Valid seed traces made by the writer.
     func seeds() throws -> [[UInt8]] {
         var rng = SeededRandom(seed: 1)
-        let small = try writeTrace { w in
-            w.threadStart(tid: 1)
-            w.moduleLoad(ModuleRecord(loadBias: 0x1000, path: "/lib/x.so", buildID: [1, 2, 3], segments: [.init(vaddr: 0, memsz: 64, flags: 5)]))
-            w.defineStack(id: 1, frames: [0x1000, 0x2000])
-            w.defineType(id: 1, metadata: 0x99, name: "T")
-            w.appendAllocation(.malloc, address: 0x10, size: 8, stack: 1, type: 1)
-            w.mark(label: "m", timeNanoseconds: 5, origin: .timer)
-            w.appendFree(.realloc, address: 0x10)
-            w.appendReallocUndo(address: 0x10)
-            w.appendFree(.free, address: 0x10)
-            w.lost(count: 2)
-            w.moduleUnload(loadBias: 0x1000)
-        }
+        let small = try smallTrace()
         let mixed = try writeTrace { w in
             for id in 1...20 as ClosedRange<UInt32> {
                 w.defineStack(id: id, frames: (0..<(Int(id) * 3)).map { _ in rng.next() })

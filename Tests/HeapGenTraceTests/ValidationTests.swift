@@ -2,23 +2,6 @@ import XCTest
 @testable import HeapGenTrace
 
 final class ValidationTests: XCTestCase {
-    /// A small valid trace with every record type.
-    func smallTrace() throws -> [UInt8] {
-        try writeTrace { w in
-            w.threadStart(tid: 1)
-            w.moduleLoad(ModuleRecord(loadBias: 0x1000, path: "/lib/x.so", buildID: [1, 2, 3], segments: [.init(vaddr: 0, memsz: 64, flags: 5)]))
-            w.defineStack(id: 1, frames: [0x1000, 0x2000])
-            w.defineType(id: 1, metadata: 0x99, name: "T")
-            w.appendAllocation(.malloc, address: 0x10, size: 8, stack: 1, type: 1)
-            w.mark(label: "m", timeNanoseconds: 5, origin: .timer)
-            w.appendFree(.realloc, address: 0x10)
-            w.appendReallocUndo(address: 0x10)
-            w.appendFree(.free, address: 0x10)
-            w.lost(count: 2)
-            w.moduleUnload(loadBias: 0x1000)
-        }
-    }
-
     func testTruncationAtEveryOffsetIsRejected() throws {
         let bytes = try smallTrace()
         XCTAssertNoThrow(try readAll(bytes))
