@@ -5,6 +5,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HeapGenTrace
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -44,17 +45,15 @@ public enum GateFile {
         return Data(bytes)
     }
 
-    /// Writes `text` to `path`: created (or truncated, or appended to when `append`) with
-    /// mode 0600, never through a symbolic link (`O_NOFOLLOW`).
+    /// Writes `text` to `path`: created with mode 0600 (or truncated, and then made 0600 if
+    /// it is a regular file; or appended to when `append`), never through a symbolic link
+    /// (`O_NOFOLLOW`). A device or FIFO keeps its mode (see `PrivateOutputFile`).
     ///
     /// - Throws: ``Failure`` with the reason.
     public static func write(_ text: String, to path: String, append: Bool = false) throws {
-        let flags = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (append ? O_APPEND : O_TRUNC)
-        let fd = open(path, flags, mode_t(0o600))
-        if fd < 0 { throw Failure(path: path, reason: String(cString: strerror(errno))) }
+        let fd = PrivateOutputFile.open(path, append: append)
+        if fd < 0 { throw Failure(path: path, reason: String(cString: strerror(-fd))) }
         defer { close(fd) }
-        // An existing file keeps its mode through O_TRUNC/O_APPEND: make it private as well.
-        _ = fchmod(fd, mode_t(0o600))
         var text = text
         let problem: String? = text.withUTF8 { buf in
             guard let base = buf.baseAddress else { return nil }

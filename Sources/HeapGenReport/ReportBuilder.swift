@@ -107,6 +107,7 @@ public struct ReportBuilder {
         case .execed?: notes.append("The program exec'd another program; that program has its own trace.")
         case .collectorStopped?: notes.append("The program was still running when recording stopped.")
         case .unknown?: notes.append("How the program ended is unknown.")
+        case .corrupt?: notes.append("The program wrote over its own recording segment: recording stopped there.")
         case nil: break
         }
         let program = Report.Program(path: p.executable, args: p.arguments, pid: p.pid,

@@ -122,8 +122,12 @@ public enum EndReason: UInt8, Sendable, CaseIterable {
     case execed = 2
     /// The collector stopped tracing while the process was still running.
     case collectorStopped = 3
-    /// The collector lost track of the process.
+    /// The collector lost track of the process (also: a salvaged trace, see ``EndRecord/salvage``).
     case unknown = 4
+    /// The traced process wrote nonsense into its own shared segment (ring positions or slot
+    /// sequence words out of range, or a claimed slot never published): the collector
+    /// stopped reading it, detached the process and kept what was recorded before.
+    case corrupt = 5
 }
 
 /// The last record of every complete trace: how the process ended and the
@@ -149,6 +153,9 @@ public struct EndRecord: Sendable, Equatable, Codable {
     /// Number of alloc, free, reallocUndo and mark records in the file.
     /// ``TraceWriter/finish(_:)`` ignores the value passed and writes its own count.
     public var eventCount: UInt64
+    /// Set only on the `end` record a reader makes up for a trace cut short (the collector
+    /// was killed): what it ignored. Never written to a file.
+    public var salvage: TraceSalvage?
 
     public init(reason: EndReason, status: Int32 = 0, producerWaits: UInt64 = 0,
                 producerWaitNanoseconds: UInt64 = 0, lostEvents: UInt64 = 0, tornEvents: UInt64 = 0,

@@ -20,6 +20,8 @@ public struct TraceReader: Sendable {
     public let minorVersion: UInt16
     /// Header flags (0 in version 1.0; ignored).
     public let flags: UInt32
+    /// When false (the default), a trace cut short is salvaged: see ``forEach(_:)``.
+    public let strict: Bool
 
     private enum Storage: Sendable {
         case memory([UInt8])
@@ -29,18 +31,32 @@ public struct TraceReader: Sendable {
 
     /// Opens `path` and checks its header.
     ///
-    /// - Throws: ``TraceError``: `.io` (cannot open or read), `.notATrace`,
-    ///   `.unsupportedVersion`, or `.truncated` (the file ends inside the header).
-    public init(path: String) throws {
+    /// Only a regular file is read: a FIFO, a device or a directory is refused at once
+    /// (the file is opened non-blocking, so a FIFO with no writer cannot hang the reader).
+    ///
+    /// - Parameter strict: when true, a trace whose last chunk is cut short or that has
+    ///   no `end` record is an error (`.truncated`) instead of being salvaged.
+    /// - Throws: ``TraceError``: `.io` (cannot open or read, or not a regular file),
+    ///   `.notATrace`, `.unsupportedVersion`, or `.truncated` (the file ends inside the header).
+    public init(path: String, strict: Bool = false) throws {
         var fd: Int32
         repeat {
-            fd = open(path, O_RDONLY | O_CLOEXEC)
+            fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         } while fd < 0 && errno == EINTR
         if fd < 0 {
             let e = errno
             throw TraceError(.io, "cannot open: \(SystemCalls.errorString(e))", file: path)
         }
         let file = TraceFile(fd: fd)
+        var info = stat()
+        if fstat(fd, &info) != 0 {
+            let e = errno
+            throw TraceError(.io, "cannot stat: \(SystemCalls.errorString(e))", file: path)
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw TraceError(.io, "\(Self.fileKind(info.st_mode)), not a trace file (traces are regular files)",
+                             file: path)
+        }
         var header = [UInt8](repeating: 0, count: TraceFormat.headerSize)
         let r = header.withUnsafeMutableBytes { raw in
             SystemCalls.preadAll(fd, raw.baseAddress!, raw.count, 0)
@@ -52,17 +68,31 @@ public struct TraceReader: Sendable {
         name = path
         minorVersion = parsed.minor
         flags = parsed.flags
+        self.strict = strict
         storage = .file(file)
+    }
+
+    /// "a directory", "a FIFO"... for the refusal of a non-regular trace.
+    private static func fileKind(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFDIR: "a directory"
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        default: "not a regular file"
+        }
     }
 
     /// Reads a trace held in memory; `name` is used in errors.
     ///
     /// - Throws: ``TraceError``: `.notATrace`, `.unsupportedVersion`, or `.truncated`.
-    public init(bytes: [UInt8], name: String = "<memory>") throws {
+    public init(bytes: [UInt8], name: String = "<memory>", strict: Bool = false) throws {
         let parsed = try Self.parseHeader(Array(bytes.prefix(TraceFormat.headerSize)), name: name)
         self.name = name
         minorVersion = parsed.minor
         flags = parsed.flags
+        self.strict = strict
         storage = .memory(bytes)
     }
 
@@ -94,16 +124,23 @@ public struct TraceReader: Sendable {
     /// Records are delivered chunk by chunk, each after its chunk's CRC has been checked,
     /// so `body` sees the records before a problem. Errors thrown by `body` are rethrown as is.
     /// Each call reads the trace from the start.
+    ///
+    /// Salvage (unless ``strict``): a trace whose collector was killed ends inside its last
+    /// chunk, or after a whole chunk but without an `end` record. Such a trace is read up
+    /// to its last whole chunk, the bytes after it are ignored, and the reader delivers an
+    /// `end` record of its own: reason `.unknown`, the event count of what was read, and
+    /// ``EndRecord/salvage`` saying what was ignored (also noted in ``TraceSalvageLog``).
+    /// A file without a whole chunk holding its `process` record is still `.truncated`.
     public mutating func forEach(_ body: (TraceRecord) throws -> Void) throws {
         switch storage {
         case .memory(let bytes):
             try bytes.withUnsafeBytes { raw in
                 var source = MemorySource(all: raw)
-                try Self.read(&source, name: name, body)
+                try Self.read(&source, name: name, strict: strict, body)
             }
         case .file(let file):
             var source = FileSource(file: file, name: name)
-            try Self.read(&source, name: name, body)
+            try Self.read(&source, name: name, strict: strict, body)
         }
     }
 
@@ -112,20 +149,30 @@ public struct TraceReader: Sendable {
         try forEach { _ in }
     }
 
-    private static func read<Source: ChunkSource>(_ source: inout Source, name: String,
+    private static func read<Source: ChunkSource>(_ source: inout Source, name: String, strict: Bool,
                                                   _ body: (TraceRecord) throws -> Void) throws {
         var decoder = RecordDecoder(file: name)
         var offset = UInt64(TraceFormat.headerSize)
+        /// The file ends at `offset` + `ignored` bytes without an end record: salvage or throw `error`.
+        func cutShort(ignored: Int, _ error: TraceError) throws {
+            guard !strict && decoder.sawProcess else { throw error }
+            let salvage = TraceSalvage(file: name, readBytes: offset, ignoredBytes: UInt64(ignored))
+            TraceSalvageLog.note(salvage)
+            var end = EndRecord(reason: .unknown, eventCount: decoder.events)
+            end.salvage = salvage
+            try body(.end(end))
+        }
         while true {
             let header = try source.bytes(at: offset, count: TraceFormat.chunkHeaderSize)
             if header.count == 0 {
                 let why = decoder.sawProcess ? "no end record" : "no records"
-                throw TraceError(.truncated, "\(why) (the collector was stopped or killed before it finished)",
-                                 offset: offset, file: name)
+                return try cutShort(ignored: 0, TraceError(.truncated, "\(why) (the collector was stopped or killed before it finished)",
+                                                           offset: offset, file: name))
             }
             if header.count < TraceFormat.chunkHeaderSize {
-                throw TraceError(.truncated, "the file ends inside a chunk header (\(header.count) of 8 bytes)",
-                                 offset: offset &+ UInt64(header.count), file: name)
+                return try cutShort(ignored: header.count,
+                                    TraceError(.truncated, "the file ends inside a chunk header (\(header.count) of 8 bytes)",
+                                               offset: offset &+ UInt64(header.count), file: name))
             }
             let length = header.loadUnaligned(fromByteOffset: 0, as: UInt32.self).littleEndian
             let storedCRC = header.loadUnaligned(fromByteOffset: 4, as: UInt32.self).littleEndian
@@ -136,8 +183,9 @@ public struct TraceReader: Sendable {
             let payloadOffset = offset &+ UInt64(TraceFormat.chunkHeaderSize)
             let payload = try source.bytes(at: payloadOffset, count: Int(length))
             if payload.count < Int(length) {
-                throw TraceError(.truncated, "the file ends inside the \(length)-byte chunk that starts at byte \(offset)",
-                                 offset: payloadOffset &+ UInt64(payload.count), file: name)
+                return try cutShort(ignored: TraceFormat.chunkHeaderSize + payload.count,
+                                    TraceError(.truncated, "the file ends inside the \(length)-byte chunk that starts at byte \(offset)",
+                                               offset: payloadOffset &+ UInt64(payload.count), file: name))
             }
             let crc = CRC32C.checksum(payload)
             guard crc == storedCRC else {

@@ -2,6 +2,7 @@ import ArgumentParser
 import HeapGenGate
 import HeapGenRecord
 import HeapGenReport
+import HeapGenTrace
 
 /// `heapgen check TRACE [report options] [gate options]`: report on a trace, then gate.
 struct CheckCommand: ParsableCommand {
@@ -35,9 +36,13 @@ struct CheckCommand: ParsableCommand {
         } catch {
             throw traceFailure(error)
         }
+        let incomplete = TraceSalvageLog.wasSalvaged(trace)
         let verdict = gate.judge(&result, policy: policy)
         try report.emit(result)
         try gate.finish(verdict, report: result)
+        if incomplete {
+            standardError("heapgen: note: the gate judged an incomplete trace (its collector was killed): only the records before the cut\n")
+        }
         if verdict.failed { throw ExitCode(ExitCodes.gateFailed) }
     }
 }

@@ -98,6 +98,7 @@ struct DiffCommand: ParsableCommand {
         } catch {
             throw traceFailure(error)
         }
+        reportSalvagedTraces()
         let text: String
         switch format {
         case .text:

@@ -9,8 +9,10 @@ struct DumpCommand: ParsableCommand {
         discussion: """
             Lines start with the record name: process, alloc, free, undo, stack, type, \
             module, unload, mark, thread, lost, end. Addresses are hexadecimal and absolute. \
-            Exits with 65 if the trace is corrupt or truncated (after printing the records \
-            before the problem), 66 if it cannot be opened.
+            A trace whose collector was killed ends with the reader's own end line \
+            (salvaged=BYTES) and a warning. Exits with 65 if the trace is corrupt (after \
+            printing the records before the problem), 66 if it cannot be opened or is not a \
+            regular file.
             """
     )
 
@@ -27,6 +29,7 @@ struct DumpCommand: ParsableCommand {
             throw traceFailure(error)
         }
         out.flush()
+        reportSalvagedTraces()
     }
 
     static func line(_ record: TraceRecord) -> String {
@@ -58,7 +61,10 @@ struct DumpCommand: ParsableCommand {
         case let .unreachable(addresses):
             return "unreachable \(addresses.count) " + addresses.map(hex).joined(separator: " ")
         case let .end(e):
-            return "end reason=\(e.reason) status=\(e.status) events=\(e.eventCount) waits=\(e.producerWaits) wait_ns=\(e.producerWaitNanoseconds) lost=\(e.lostEvents) torn=\(e.tornEvents) arena_full=\(e.arenaFull) free_null=\(e.freeNullCalls) unwind_fallbacks=\(e.unwindFallbacks)"
+            var line = "end reason=\(e.reason) status=\(e.status) events=\(e.eventCount) waits=\(e.producerWaits) wait_ns=\(e.producerWaitNanoseconds) lost=\(e.lostEvents) torn=\(e.tornEvents) arena_full=\(e.arenaFull) free_null=\(e.freeNullCalls) unwind_fallbacks=\(e.unwindFallbacks)"
+            // Not in the file: the reader's stand-in for a trace cut short.
+            if let s = e.salvage { line += " salvaged=\(s.readBytes) ignored_bytes=\(s.ignoredBytes)" }
+            return line
         }
     }
 

@@ -78,6 +78,7 @@ struct ExportCommand: ParsableCommand {
         } catch {
             throw traceFailure(error)
         }
+        reportSalvagedTraces()
         let bytes: [UInt8]
         let notes: [String]
         switch format {

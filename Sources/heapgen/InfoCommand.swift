@@ -12,7 +12,11 @@ struct InfoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "info",
         abstract: "Summarize a trace: process, totals, live heap at the end, peak, marks.",
-        discussion: "Exits with 65 if the trace is corrupt, truncated or not a trace, 66 if it cannot be opened."
+        discussion: """
+            A trace whose collector was killed (no end record, or a last chunk cut short) is \
+            summarized up to its last whole chunk, with a warning. Exits with 65 if the trace \
+            is corrupt or not a trace, 66 if it cannot be opened or is not a regular file.
+            """
     )
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
@@ -32,6 +36,7 @@ struct InfoCommand: ParsableCommand {
         } catch {
             throw traceFailure(error)
         }
+        reportSalvagedTraces()
         let out = OutputBuffer()
         switch format {
         case .json:
@@ -115,7 +120,8 @@ enum SummaryTable {
         case .signaled: "killed by signal \(e.status)"
         case .execed: "exec'd another program"
         case .collectorStopped: "still running when heapgen stopped"
-        case .unknown: "unknown"
+        case .unknown: e.salvage.map { "unknown: the trace is incomplete (\($0.notice))" } ?? "unknown"
+        case .corrupt: "the program corrupted its recording segment; recording stopped there"
         }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import HeapGenRecord
+import HeapGenTrace
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,16 +38,15 @@ final class OutputBuffer {
 
 /// A command's output (`--output PATH`, or standard output).
 enum OutputFile {
-    /// Writes `bytes` to `path` (created or truncated, mode 0600, never through a symbolic
-    /// link) or, with no path, to standard output unbuffered; returns a description of the
-    /// failure, or nil.
+    /// Writes `bytes` to `path` (created or truncated, never through a symbolic link; a
+    /// regular file is made mode 0600, a device or FIFO keeps its mode: see
+    /// `PrivateOutputFile`) or, with no path, to standard output unbuffered; returns a
+    /// description of the failure, or nil.
     static func write(_ bytes: UnsafeRawBufferPointer, to path: String?) -> String? {
         let fd: Int32
         if let path {
-            fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode_t(0o600))
-            if fd < 0 { return String(cString: strerror(errno)) }
-            // O_TRUNC keeps the mode of an existing file: outputs name files and arguments.
-            _ = fchmod(fd, mode_t(0o600))
+            fd = PrivateOutputFile.open(path)
+            if fd < 0 { return String(cString: strerror(-fd)) }
         } else {
             fd = 1
         }

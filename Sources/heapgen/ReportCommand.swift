@@ -12,8 +12,9 @@ struct ReportCommand: ParsableCommand {
             cycle are abandoned memory; sites that filled early and then stayed flat are \
             caches, listed apart and never a failure.
 
-            Exits with 65 if the trace is corrupt, truncated or not a trace, 66 if it cannot \
-            be opened, 125 if the report cannot be written.
+            A trace whose collector was killed is reported up to its last whole chunk, with \
+            a warning. Exits with 65 if the trace is corrupt or not a trace, 66 if it cannot \
+            be opened or is not a regular file, 125 if the report cannot be written.
             """
     )
 

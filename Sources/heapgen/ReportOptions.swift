@@ -45,6 +45,9 @@ struct ReportOptions: ParsableArguments {
     func makeReport(trace: String, otherTraces: [String] = [], notes: [String] = []) throws -> Report {
         var report = try ReportBuilder().build(tracePath: trace, options: analysisOptions, otherTraces: otherTraces)
         report.notes += notes
+        for salvaged in reportSalvagedTraces() {
+            report.notes.append("The trace \(salvaged.file) is incomplete (\(salvaged.notice)): this report covers the records before the cut.")
+        }
         return report
     }
 

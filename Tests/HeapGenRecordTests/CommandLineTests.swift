@@ -135,8 +135,8 @@ final class FaultTests: XCTestCase {
         var flippedLength = good
         flippedLength[16] ^= 0x40     // the first chunk's length field
         variants.append(("flipped-length.trace", flippedLength))
-        variants.append(("truncated-half.trace", good.prefix(good.count / 2)))
-        variants.append(("truncated-last-byte.trace", good.prefix(good.count - 1)))
+        // Cut later, a trace is salvaged (SalvageCommandTests); cut inside the process chunk it is not.
+        variants.append(("truncated-in-process-chunk.trace", good.prefix(20)))
         variants.append(("header-only.trace", good.prefix(16)))
         variants.append(("short-header.trace", good.prefix(10)))
         variants.append(("empty.trace", Data()))

@@ -180,7 +180,7 @@ final class CommandLineReportTests: XCTestCase {
         for i in at..<min(at + 4, good.count) { flipped[i] ^= 0xff }
         let cases: [(String, Data)] = [
             ("flipped.trace", flipped),
-            ("truncated.trace", good.prefix(good.count * 2 / 3)),
+            ("truncated.trace", good.prefix(20)), // inside the process chunk: nothing to salvage
             ("garbage.trace", Data("this is not a heapgen trace\n".utf8)),
         ]
         for (name, data) in cases {

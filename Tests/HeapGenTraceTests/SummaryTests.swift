@@ -192,7 +192,7 @@ final class SummaryTests: XCTestCase {
     func testInvalidTraceIsRejected() throws {
         var bytes = try handBuiltTrace()
         bytes.removeLast()
-        XCTAssertThrowsError(try TraceSummary(reader: TraceReader(bytes: bytes))) {
+        XCTAssertThrowsError(try TraceSummary(reader: TraceReader(bytes: bytes, strict: true))) {
             XCTAssertEqual(($0 as? TraceError)?.kind, .truncated)
         }
     }

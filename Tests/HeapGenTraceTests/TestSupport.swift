@@ -52,9 +52,10 @@ func writeTrace(process: ProcessRecord = sampleProcess, end: EndRecord = EndReco
     return try Array(Data(contentsOf: URL(fileURLWithPath: path)))
 }
 
-/// Reads all records of an in-memory trace.
-func readAll(_ bytes: [UInt8], name: String = "t.trace") throws -> [TraceRecord] {
-    var reader = try TraceReader(bytes: bytes, name: name)
+/// Reads all records of an in-memory trace (strictly by default: a trace cut short is an
+/// error, not salvaged; see SalvageTests for salvage).
+func readAll(_ bytes: [UInt8], name: String = "t.trace", strict: Bool = true) throws -> [TraceRecord] {
+    var reader = try TraceReader(bytes: bytes, name: name, strict: strict)
     var records: [TraceRecord] = []
     try reader.forEach { records.append($0) }
     return records
@@ -62,9 +63,10 @@ func readAll(_ bytes: [UInt8], name: String = "t.trace") throws -> [TraceRecord]
 
 /// The TraceError thrown by reading `bytes` fully, or nil if it reads fine.
 /// Fails the test if anything other than a TraceError is thrown.
-func readError(_ bytes: [UInt8], name: String = "t.trace", file: StaticString = #filePath, line: UInt = #line) -> TraceError? {
+func readError(_ bytes: [UInt8], name: String = "t.trace", strict: Bool = true,
+               file: StaticString = #filePath, line: UInt = #line) -> TraceError? {
     do {
-        _ = try readAll(bytes, name: name)
+        _ = try readAll(bytes, name: name, strict: strict)
         return nil
     } catch let error as TraceError {
         return error

@@ -28,7 +28,7 @@ final class UnreachableRecordTests: XCTestCase {
     }
 
     private func records(_ file: String) throws -> [TraceRecord] {
-        var reader = try TraceReader(path: file)
+        var reader = try TraceReader(path: file, strict: true)
         var out: [TraceRecord] = []
         try reader.forEach { out.append($0) }
         return out

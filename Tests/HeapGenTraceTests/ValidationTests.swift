@@ -19,7 +19,7 @@ final class ValidationTests: XCTestCase {
         writer.appendAllocation(.malloc, address: 1, size: 1, stack: 0, type: 0)
         try writer.flush()
         // The collector was killed here: no end record.
-        var reader = try TraceReader(path: path)
+        var reader = try TraceReader(path: path, strict: true)
         var seen: [TraceRecord] = []
         XCTAssertThrowsError(try reader.forEach { seen.append($0) }) { error in
             let e = error as? TraceError

@@ -49,7 +49,7 @@ final class WriterTests: XCTestCase {
         XCTAssertEqual(UInt64(bytes.count), writer.bytesWritten)
         var records: [TraceRecord] = []
         XCTAssertThrowsError(try readAll(bytes)) { XCTAssertEqual(($0 as? TraceError)?.kind, .truncated) }
-        var reader = try TraceReader(bytes: bytes)
+        var reader = try TraceReader(bytes: bytes, strict: true)
         try? reader.forEach { records.append($0) }
         XCTAssertEqual(records, [.process(sampleProcess)])
         try writer.finish(EndRecord(reason: .exited))
@@ -108,7 +108,7 @@ final class WriterTests: XCTestCase {
             writer.appendAllocation(.malloc, address: 1, size: 1, stack: 0, type: 0)
         }
         let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
-        var reader = try TraceReader(bytes: bytes)
+        var reader = try TraceReader(bytes: bytes, strict: true)
         var records: [TraceRecord] = []
         XCTAssertThrowsError(try reader.forEach { records.append($0) }) {
             XCTAssertEqual(($0 as? TraceError)?.kind, .truncated)
