@@ -45,6 +45,17 @@ static int wait_for_space(uint64_t pos, int nested)
             struct timespec ts = { 0, 50 * 1000 };
             nanosleep(&ts, NULL);
         }
+        /* A program that wrote over its own header could make this wait
+         * forever. The tail never passes the head (tail read first), and the
+         * head never runs more than a ring ahead of the tail (head read
+         * first): anything else is nonsense, so run on untraced. */
+        uint64_t t1 = __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE);
+        uint64_t hd = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
+        uint64_t t2 = __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE);
+        if (t1 > hd || (hd > t2 && hd - t2 > slots)) {
+            hg_detach();
+            break;
+        }
         uint64_t t = now_ns();
         if (nested && t - start > 200000000ull) {
             __atomic_fetch_add(&h->wait_ns, t - start, __ATOMIC_RELAXED);

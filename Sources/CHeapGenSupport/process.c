@@ -55,6 +55,7 @@ int hg_reap(pid_t pid, int block, int *signaled, int *status) {
 
 static volatile sig_atomic_t forward_target;
 static volatile sig_atomic_t signal_count;
+static volatile sig_atomic_t last_signal;
 static unsigned initially_ignored;
 static int initial_checked;
 
@@ -75,6 +76,7 @@ unsigned hg_initial_ignored_signals(void) {
 static void on_signal(int sig) {
     int saved = errno;
     signal_count++;
+    last_signal = sig;
     pid_t t = forward_target;
     if (t > 0 && (sig == SIGTERM || sig == SIGHUP)) kill(t, sig);
     errno = saved;
@@ -100,6 +102,8 @@ void hg_install_collector_signals(void) {
 void hg_set_forward_target(pid_t target) { forward_target = target; }
 
 unsigned hg_signal_count(void) { return (unsigned)signal_count; }
+
+int hg_last_signal(void) { return (int)last_signal; }
 
 /* ----------------------------------------------------------------- spawn */
 

@@ -1,11 +1,21 @@
-/* The consumer side of the ring (heapgen_protocol.h, "hg_slot"). */
+/* The consumer side of the ring (heapgen_protocol.h, "hg_slot"), and the
+ * checks that keep a target which scribbles on its own segment from making
+ * the collector wait forever: the collector's own tail is the truth, the
+ * shared head and slot sequence words must agree with it. */
 #include "CHeapGenSupport.h"
 
 static inline uint64_t published(const hg_segment *seg, uint64_t pos) {
     return ((pos >> seg->ring_shift) << 1) + 1; /* 2L+1 */
 }
 
-size_t hg_drain(const hg_segment *seg, uint64_t *tail, hg_slot *out, size_t max) {
+/* The value a slot holds before position pos is published: the previous
+ * lap's published value, or 0 (a fresh, zero-filled memfd) in lap 0. */
+static inline uint64_t unpublished(const hg_segment *seg, uint64_t pos) {
+    uint64_t lap = pos >> seg->ring_shift;
+    return lap == 0 ? 0 : (lap << 1) - 1;
+}
+
+static size_t copy_published(const hg_segment *seg, uint64_t *tail, hg_slot *out, size_t max, int store) {
     hg_slot *ring = seg->ring;
     const uint64_t mask = seg->ring_mask;
     uint64_t pos = *tail;
@@ -23,13 +33,42 @@ size_t hg_drain(const hg_segment *seg, uint64_t *tail, hg_slot *out, size_t max)
         pos++;
         n++;
     }
-    if (n > 0) {
+    if (n > 0 && store) {
         /* Our reads of these slots happen before a producer of the next lap
          * may overwrite them. */
         __atomic_store_n(&((hg_header *)seg->base)->tail, pos, __ATOMIC_RELEASE);
     }
     *tail = pos;
     return n;
+}
+
+size_t hg_drain(const hg_segment *seg, uint64_t *tail, hg_slot *out, size_t max) {
+    /* Only the collector writes the shared tail: if it is not what we last
+     * stored, the target wrote it. Drain nothing; hg_ring_check says why. */
+    if (__atomic_load_n(&((const hg_header *)seg->base)->tail, __ATOMIC_ACQUIRE) != *tail) return 0;
+    return copy_published(seg, tail, out, max, 1);
+}
+
+size_t hg_drain_rescue(const hg_segment *seg, uint64_t *tail, uint64_t limit, hg_slot *out, size_t max) {
+    if (limit <= *tail) return 0;
+    if (limit - *tail < max) max = (size_t)(limit - *tail);
+    return copy_published(seg, tail, out, max, 0);
+}
+
+int hg_ring_check(const hg_segment *seg, uint64_t tail, uint64_t *head_out) {
+    const hg_header *h = (const hg_header *)seg->base;
+    uint64_t shared_tail = __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE);
+    uint64_t head = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
+    *head_out = head;
+    if (shared_tail != tail) return HG_RING_BAD_TAIL;
+    /* Producers claim a position only while it is less than a ring ahead of
+     * the tail they read, which is never ahead of ours; nothing is ever read
+     * before it is claimed. So tail <= head <= tail + ring_slots. */
+    if (head < tail || head - tail > seg->ring_slots) return HG_RING_BAD_HEAD;
+    uint64_t seq = __atomic_load_n(&seg->ring[tail & seg->ring_mask].seq, __ATOMIC_ACQUIRE);
+    if (seq == published(seg, tail)) return HG_RING_OK; /* published since hg_drain looked */
+    if (seq != unpublished(seg, tail)) return HG_RING_BAD_SEQ;
+    return head == tail ? HG_RING_OK : HG_RING_PENDING;
 }
 
 uint64_t hg_final_limit(const hg_segment *seg, uint64_t tail) {

@@ -101,7 +101,14 @@ public final class Recorder {
             printStats(loop: loop, startNanoseconds: startNanoseconds)
         }
         let status = loop.rootStatus ?? .unknown
-        return report(loop: loop, status: status)
+        let code = report(loop: loop, status: status)
+        if let signal = loop.gaveUpAfterSignal {
+            // The program is still running: say so last, and exit as a shell would for the signal.
+            printDiagnostic("the program (pid \(pid)) did not exit within \(RecordingLoop.signalGraceNanoseconds / 1_000_000_000) s "
+                + "of signal \(signal): stopped recording; it runs on untraced")
+            return ExitCodes.killedBy(signal: signal)
+        }
+        return code
     }
 
     /// One `key=value` line for benchmarks: the collector's own cost.
@@ -145,6 +152,8 @@ public final class Recorder {
             if trace.undefinedTypes > 0 { problems.append("\(HumanUnits.count(trace.undefinedTypes)) allocations naming an unknown type (kept without one)") }
             if trace.badRecords > 0 { problems.append("\(HumanUnits.count(trace.badRecords)) unreadable metadata records skipped") }
             if trace.end.tornEvents > 0 { problems.append("\(HumanUnits.count(trace.end.tornEvents)) half-written events discarded") }
+            if trace.droppedCounters { problems.append("counters the program overwrote with impossible values were dropped") }
+            if let stopped = trace.stoppedEarly { problems.insert(stopped, at: 0) }
             if !problems.isEmpty {
                 printDiagnostic("warning: \(trace.path): " + problems.joined(separator: ", "))
             }

@@ -20,6 +20,11 @@ struct FinishedTrace {
     var failure: String?
     /// Order of acceptance, for the summary.
     var sequence: Int = 0
+    /// Why the recording of this process stopped early, for the closing lines (the program
+    /// wrote over its segment).
+    var stoppedEarly: String?
+    /// Some shim counter was out of range and was dropped before it was written.
+    var droppedCounters = false
 }
 
 /// The collector proper, on one thread: accepts hellos, drains every live
@@ -77,6 +82,18 @@ final class RecordingLoop {
     private var rootExitTime: UInt64 = 0
     private var lastHelloTime: UInt64 = 0
     private var signalsAtRootExit: UInt32 = 0
+    /// When heapgen first got SIGINT, SIGQUIT, SIGTERM or SIGHUP while the program ran (0: not yet).
+    private var firstSignalTime: UInt64 = 0
+    private var signalsAtFirst: UInt32 = 0
+    /// The signal after which heapgen stopped waiting for a program that did not exit
+    /// (``signalGraceNanoseconds``); nil if it did not.
+    private(set) var gaveUpAfterSignal: Int32?
+    /// After heapgen gets SIGINT/SIGQUIT/SIGTERM/SIGHUP (the program got it too, from the
+    /// terminal, or forwarded), how long it waits for the program to exit before it stops
+    /// recording and lets it run on untraced. A second signal, a second or more after the
+    /// first, stops at once.
+    static let signalGraceNanoseconds: UInt64 = 10_000_000_000
+    static let secondSignalNanoseconds: UInt64 = 1_000_000_000
     private let drainer = SegmentDrainer()
     private var pollSet: [pollfd] = []
     private var pollOwners: [Int32] = [] // pid per pollSet entry; -1 for the socket
@@ -144,7 +161,7 @@ final class RecordingLoop {
             } else {
                 timeout = backoff
             }
-            waitForEvents(timeoutNanoseconds: timeout)
+            waitForEvents(timeoutNanoseconds: firstSignalTime == 0 ? timeout : min(timeout < 0 ? Int.max : timeout, 100_000_000))
 
             // 2. Hellos first, so that a child's hello queued before its parent exited is not missed.
             if socketOpen, let idx = pollOwners.firstIndex(of: -1), pollSet[idx].revents != 0 {
@@ -175,8 +192,27 @@ final class RecordingLoop {
                 backoff = min(backoff * 2, Self.maxBackoff)
             }
 
+            // 4b. A program that wrote over its own segment: stop recording it.
+            if live.contains(where: { $0.watch.corruption != nil }) {
+                for seg in live where seg.watch.corruption != nil { abandonCorrupt(seg) }
+            }
+
             // 5. Collector marks (--mark-every, --settle) into the program's ring.
             produceTimedMarks()
+
+            // 5b. Signalled while the program runs: give it time to exit, then stop waiting.
+            if rootStatus == nil, hg_signal_count() != 0 {
+                let now = monotonicNanoseconds()
+                if firstSignalTime == 0 {
+                    firstSignalTime = now
+                    signalsAtFirst = hg_signal_count()
+                } else if now - firstSignalTime >= Self.signalGraceNanoseconds
+                            || (hg_signal_count() != signalsAtFirst && now - firstSignalTime >= Self.secondSignalNanoseconds) {
+                    gaveUpAfterSignal = hg_last_signal()
+                    stopAll()
+                    break
+                }
+            }
 
             // 6. Done?
             if rootStatus != nil {
@@ -411,18 +447,41 @@ final class RecordingLoop {
         return status
     }
 
+    /// How ``finish`` empties a ring before the end record.
+    private enum Drain {
+        /// The process image is gone: everything, torn slots skipped.
+        case final
+        /// It runs on: what is published now.
+        case published
+        /// It wrote over its segment: what is published after our tail, up to one ring.
+        case rescue
+    }
+
     /// Drains what is left and writes the end record.
     private func finish(_ seg: Segment, entry: PidEntry, status: ExitStatus, final: Bool) {
-        if final {
+        finish(seg, entry: entry, status: status, drain: final ? .final : .published)
+    }
+
+    private func finish(_ seg: Segment, entry: PidEntry, status: ExitStatus, drain: Drain) {
+        switch drain {
+        case .final:
             drainer.drainFinal(seg)
-        } else {
-            while drainer.drain(seg) > 0 {}
+        case .published:
+            // Bounded: a program still producing could keep this going.
+            var budget = Int(seg.raw.pointee.ring_slots) * 2
+            while budget > 0 {
+                let n = drainer.drain(seg)
+                if n == 0 { break }
+                budget -= n
+            }
+        case .rescue:
+            drainer.drainRescue(seg)
         }
-        let c = seg.counters()
+        let c = seg.plausibleCounters()
         let end = EndRecord(reason: status.reason, status: status.status,
-                            producerWaits: c.wait_count, producerWaitNanoseconds: c.wait_ns,
-                            lostEvents: c.lost_events, tornEvents: seg.torn, arenaFull: c.arena_full,
-                            freeNullCalls: c.free_null, unwindFallbacks: c.unwind_fallbacks)
+                            producerWaits: c.waits, producerWaitNanoseconds: c.waitNanoseconds,
+                            lostEvents: max(c.lostEvents, seg.lostReported), tornEvents: seg.torn, arenaFull: c.arenaFull,
+                            freeNullCalls: c.freeNullCalls, unwindFallbacks: c.unwindFallbacks)
         var failure: String?
         do {
             try seg.writer.finish(end)
@@ -433,9 +492,26 @@ final class RecordingLoop {
         finished.append(FinishedTrace(path: seg.path, pid: seg.pid, origin: seg.origin,
                                       events: seg.writer.eventCount, bytes: seg.writer.bytesWritten, end: end,
                                       badStacks: seg.badStacks, undefinedTypes: seg.undefinedTypes,
-                                      badRecords: seg.badRecords, failure: failure, sequence: seg.sequence))
+                                      badRecords: seg.badRecords, failure: failure, sequence: seg.sequence,
+                                      stoppedEarly: seg.watch.corruption.map {
+                                          "process \(seg.pid) wrote over its recording segment (\($0)): recording stopped "
+                                              + "after \(HumanUnits.count(seg.writer.eventCount)) events; the program ran on untraced"
+                                      },
+                                      droppedCounters: seg.droppedCounters))
         entry.segment = nil
         live.removeAll { $0 === seg }
+    }
+
+    /// The program behind `seg` wrote nonsense into its segment: detach it (the shim then
+    /// passes through, and stops waiting for room), keep what was published in order, and
+    /// end its trace with reason `corrupt`. The program runs on; its exit is still awaited.
+    private func abandonCorrupt(_ seg: Segment) {
+        hg_segment_detach(seg.raw)
+        guard let entry = pids[seg.pid], entry.segment === seg else {
+            live.removeAll { $0 === seg }
+            return
+        }
+        finish(seg, entry: entry, status: ExitStatus(reason: .corrupt, status: 0), drain: .rescue)
     }
 
     /// heapgen was asked to stop after the program exited: finish every trace

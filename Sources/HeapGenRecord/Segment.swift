@@ -43,6 +43,21 @@ final class Segment {
     var pendingMark: (label: String, origin: UInt32)?
     /// Control channel state: names and modules for answers, live tracking once asked.
     let control = SegmentControl()
+    /// When the segment was accepted (monotonic ns), to bound the shim's counters.
+    let acceptedAt = monotonicNanoseconds()
+    /// Checks of the shared ring state against ours; set ``RingWatch/corruption`` ends the recording.
+    var watch = RingWatch()
+    /// Some shim counter was out of range and was dropped (see ``ShimCounters``).
+    var droppedCounters = false
+    /// threadStart records seen, to bound the shim's counters.
+    var threadsSeen: UInt64 = 0
+
+    /// The shim's counters, those out of range dropped (the program can write anything there).
+    func plausibleCounters() -> ShimCounters {
+        let counters = ShimCounters(raw, elapsedNanoseconds: monotonicNanoseconds() &- acceptedAt, threads: threadsSeen)
+        if counters.dropped { droppedCounters = true }
+        return counters
+    }
 
     init(raw: UnsafeMutablePointer<hg_segment>, origin: ProcessOrigin, image: Int, path: String, writer: TraceWriter) {
         self.raw = raw

@@ -36,19 +36,26 @@ final class SegmentDrainer {
         modulePath.deallocate()
     }
 
-    /// Drains one batch of published slots; returns how many.
+    /// Drains one batch of published slots; returns how many. When there is nothing to
+    /// drain, checks the ring (``RingWatch``): a segment found corrupt drains nothing more
+    /// (``RingWatch/corruption`` is set; the recording loop ends its recording).
     func drain(_ seg: Segment) -> Int {
+        guard seg.watch.corruption == nil else { return 0 }
         let n = hg_drain(seg.raw, &seg.tail, slots, Self.batchSize)
         if n > 0 {
             translate(seg, count: n)
             seg.consumed &+= UInt64(n)
+            seg.watch.progressed()
             reportLost(seg)
+        } else {
+            seg.watch.check(seg.raw, tail: seg.tail, pid: seg.pid, now: monotonicNanoseconds())
         }
         return n
     }
 
     /// Drains everything left in the ring of a process image that is gone,
-    /// skipping (and counting) torn slots.
+    /// skipping (and counting) torn slots. At most one ring's worth: the shared head is
+    /// clamped to one ring past our tail.
     func drainFinal(_ seg: Segment) {
         controlChannel.answering = false  // nobody is left to wait for an answer
         defer { controlChannel.answering = true }
@@ -63,13 +70,28 @@ final class SegmentDrainer {
         reportLost(seg)
     }
 
-    /// Emits a `lost` record when the shim's lost_events counter grew.
+    /// Last drain of a segment found corrupt: what was published in order after our tail,
+    /// up to one ring, whatever the shared tail and head say; then no more.
+    func drainRescue(_ seg: Segment) {
+        controlChannel.answering = false  // the program is being detached: no answers
+        defer { controlChannel.answering = true }
+        let limit = seg.tail &+ seg.raw.pointee.ring_slots
+        while seg.tail < limit {
+            let n = hg_drain_rescue(seg.raw, &seg.tail, limit, slots, Self.batchSize)
+            if n == 0 { break }
+            translate(seg, count: n)
+            seg.consumed &+= UInt64(n)
+        }
+        reportLost(seg)
+    }
+
+    /// Emits a `lost` record when the shim's lost_events counter grew (clamped: the
+    /// program may have written anything there).
     private func reportLost(_ seg: Segment) {
-        var c = hg_counters()
-        hg_segment_counters(seg.raw, &c)
-        if c.lost_events > seg.lostReported {
-            seg.writer.lost(count: c.lost_events - seg.lostReported)
-            seg.lostReported = c.lost_events
+        let lost = seg.plausibleCounters().lostEvents
+        if lost > seg.lostReported {
+            seg.writer.lost(count: lost - seg.lostReported)
+            seg.lostReported = lost
         }
     }
 
@@ -181,6 +203,7 @@ final class SegmentDrainer {
             if origin != .timer { seg.settleDue = s.size_kind & sizeMask }
         case UInt32(HG_K_THREAD_START.rawValue):
             w.threadStart(tid: s.aux)
+            seg.threadsSeen &+= 1
         default:
             // HG_K_STACK_TRUNC (reserved) and unknown kinds: skipped.
             seg.badRecords &+= 1

@@ -69,8 +69,31 @@ void hg_segment_counters(const hg_segment *seg, hg_counters *out);
 
 /* Copies published slots in ring order starting at *tail into out[0..max),
  * frees each one for the next lap, advances *tail. Stops at the first slot
- * that is not published (yet). Returns the number copied. */
+ * that is not published (yet). Returns the number copied. Copies nothing
+ * while the shared tail differs from *tail (the target wrote it): call
+ * hg_ring_check whenever this returns 0. */
 size_t hg_drain(const hg_segment *seg, uint64_t *tail, hg_slot *out, size_t max);
+
+/* hg_ring_check's verdict on a ring hg_drain found nothing in. */
+enum hg_ring_state {
+    HG_RING_OK       = 0, /* nothing claimed past the tail, or published meanwhile  */
+    HG_RING_PENDING  = 1, /* the slot at the tail is claimed but not published yet:
+                             fine for a moment, stuck if it stays so              */
+    HG_RING_BAD_TAIL = 2, /* the shared tail is not the collector's own           */
+    HG_RING_BAD_HEAD = 3, /* head outside [tail, tail + ring_slots]               */
+    HG_RING_BAD_SEQ  = 4, /* the slot at the tail holds neither the previous lap's
+                             value nor this lap's                                 */
+};
+
+/* Checks the shared ring state against the collector's own tail (never
+ * trusting the shared copies): returns enum hg_ring_state; *head receives
+ * the shared head as read. */
+int hg_ring_check(const hg_segment *seg, uint64_t tail, uint64_t *head);
+
+/* Last drain of a segment found corrupt: copies the published slots in
+ * [*tail, limit) (stopping at the first unpublished one) whatever the shared
+ * tail says, without storing the tail. limit: at most *tail + ring_slots. */
+size_t hg_drain_rescue(const hg_segment *seg, uint64_t *tail, uint64_t limit, hg_slot *out, size_t max);
 
 /* Final drain of a segment whose producers are all gone (process exited or
  * exec'd). `limit` is the end position returned by hg_final_limit(): the
@@ -196,6 +219,8 @@ void hg_install_collector_signals(void);
 void hg_set_forward_target(pid_t target);
 /* Number of SIGINT/SIGQUIT/SIGTERM/SIGHUP deliveries seen so far. */
 unsigned hg_signal_count(void);
+/* The last of those signals (its number), 0 before any. */
+int hg_last_signal(void);
 
 /* posix_spawn with the given argv/envp (path must be resolved already).
  * Signals SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGHUP are reset to their
