@@ -7,7 +7,8 @@
  *   the shim's end to the target as HEAPGEN_SOCK=<fd>, with HEAPGEN_COLLECTOR
  *   =<collector pid>. Every traced process image (the program itself, each
  *   forked child, each exec'd program) makes its own anonymous segment with
- *   memfd_create (no name in any namespace: nothing to guess or hijack; mode
+ *   memfd_create (its name "heapgen" is only a label in /proc/PID/maps:
+ *   nothing can open a memfd by name, so nothing to guess or hijack; mode
  *   is owner-only), lays out an hg_header, and sends one hg_hello message
  *   carrying the memfd over the socket (SCM_RIGHTS). The collector maps it
  *   and answers by storing HG_STATE_ACCEPTED or HG_STATE_DECLINED into

@@ -104,8 +104,7 @@ public final class Recorder {
         let code = report(loop: loop, status: status)
         if let signal = loop.gaveUpAfterSignal {
             // The program is still running: say so last, and exit as a shell would for the signal.
-            printDiagnostic("the program (pid \(pid)) did not exit within \(RecordingLoop.signalGraceNanoseconds / 1_000_000_000) s "
-                + "of signal \(signal): stopped recording; it runs on untraced")
+            printDiagnostic("stopped recording after signal \(signal): the program (pid \(pid)) had not exited; it runs on untraced")
             return ExitCodes.killedBy(signal: signal)
         }
         return code

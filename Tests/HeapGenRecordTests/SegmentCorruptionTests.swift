@@ -1,0 +1,162 @@
+// A program that writes over its own heapgen segment must never make heapgen hang
+// (issue 7, item 7), and heapgen must stop waiting for a program that ignores the
+// signal heapgen got.
+
+import Foundation
+import HeapGenTestSupport
+import HeapGenTrace
+import XCTest
+
+final class SegmentCorruptionTests: XCTestCase {
+    /// scribble.c prints this line whatever happens to its segment.
+    private func expectedOutput(_ mode: String) -> Data { Data("scribble \(mode): 1000 + 1000 blocks\n".utf8) }
+
+    /// Runs scribble MODE under `heapgen record` three times, each under a time limit:
+    /// heapgen ends with the program's status (0), prints one warning naming what the
+    /// program broke, and the trace holds the fixture's first 1,000 allocations (24 bytes
+    /// each), none of the 1,000 made after the damage, and ends with reason `corrupt`.
+    private func checkCorrupt(_ mode: String, reason: String, limit: Double = 20, runs: Int = 3,
+                              file: StaticString = #filePath, line: UInt = #line) throws {
+        let exe = try Fixture.build("scribble.c")
+        let native = try runProcess(exe, [mode], timeout: 60)
+        XCTAssertStatus(native, 0, file: file, line: line)
+        XCTAssertEqual(native.stdout, expectedOutput(mode), file: file, line: line)
+        for run in 0..<runs {
+            let rec = try HeapGenCLI.recording(exe, [mode], timeout: limit)
+            XCTAssertFalse(rec.result.timedOut, "run \(run): heapgen hung\n\(rec.result.transcript)", file: file, line: line)
+            XCTAssertStatus(rec.result, 0, "run \(run): the program's own status", file: file, line: line)
+            XCTAssertEqual(rec.result.stdout, native.stdout, "run \(run): the program's output is its own", file: file, line: line)
+            let warnings = rec.result.stderrLines.filter { $0.hasPrefix("heapgen: warning:") }
+            XCTAssertEqual(warnings.count, 1, "run \(run): one message\n\(rec.result.transcript)", file: file, line: line)
+            XCTAssertTrue(warnings.first?.contains("wrote over its recording segment (\(reason)") ?? false,
+                          "run \(run): names \(reason)\n\(rec.result.transcript)", file: file, line: line)
+            XCTAssertTrue(warnings.first?.contains("the program ran on untraced") ?? false, rec.result.transcript, file: file, line: line)
+            XCTAssertEqual(rec.result.stderrLines.count, 2, "the summary line and the warning\n\(rec.result.transcript)", file: file, line: line)
+            XCTAssertNoCrashText(rec.result.stderrText, file: file, line: line)
+            XCTAssertFalse(rec.result.stderrText.contains("18,446,744"), rec.result.transcript, file: file, line: line)
+
+            let records = try HeapGenCLI.records(rec.trace) // strict: a complete trace
+            let sizes = records.compactMap { r -> UInt64? in
+                if case let .allocation(.malloc, _, size, _, _) = r { return size } else { return nil }
+            }
+            XCTAssertEqual(sizes.filter { $0 == 24 }.count, 1000, "run \(run): the first 1,000 allocations", file: file, line: line)
+            XCTAssertEqual(sizes.filter { $0 == 40 }.count, 0, "run \(run): nothing after the damage", file: file, line: line)
+            guard case let .end(end)? = records.last else { return XCTFail("no end record", file: file, line: line) }
+            XCTAssertEqual(end.reason, .corrupt, file: file, line: line)
+            for (name, value) in [("waits", end.producerWaits), ("lost", end.lostEvents), ("arenaFull", end.arenaFull),
+                                  ("freeNull", end.freeNullCalls), ("unwindFallbacks", end.unwindFallbacks)] {
+                XCTAssertLessThan(value, 1_000_000_000_000, "run \(run): \(name) is a plausible number", file: file, line: line)
+            }
+            let info = try runProcess(try TestPaths.heapgen(), ["info", rec.trace], timeout: 60)
+            XCTAssertStatus(info, 0, file: file, line: line)
+            XCTAssertTrue(info.stdoutText.contains("the program corrupted its recording segment"), info.transcript, file: file, line: line)
+        }
+    }
+
+    func testRandomBytesOverTheHeader() throws {
+        // The header's tail word is random: the first thing the collector sees.
+        try checkCorrupt("header", reason: "its ring's read position (tail) was overwritten")
+    }
+
+    func testHeadSetHuge() throws {
+        try checkCorrupt("head", reason: "its ring's write position (head)")
+    }
+
+    func testTailSetHuge() throws {
+        try checkCorrupt("tail", reason: "its ring's read position (tail) was overwritten")
+    }
+
+    func testSequenceWordsTrashed() throws {
+        try checkCorrupt("seq", reason: "the sequence word of the slot at ring position")
+    }
+
+    /// A slot claimed and never published: the ring is given up after 10 s without movement.
+    func testClaimedSlotNeverPublished() throws {
+        try checkCorrupt("stuck", reason: "the event at ring position", limit: 40, runs: 1)
+    }
+
+    /// Counters set to UINT64_MAX (the ring stays sane): the recording goes on, the impossible
+    /// values are neither written nor printed.
+    func testImpossibleCountersAreDropped() throws {
+        let exe = try Fixture.build("scribble.c")
+        let rec = try HeapGenCLI.recording(exe, ["counters"], timeout: 20)
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdout, expectedOutput("counters"))
+        XCTAssertEqual(rec.result.stderrLines, [
+            rec.result.stderrLines.first ?? "",
+            "heapgen: warning: \(rec.trace): counters the program overwrote with impossible values were dropped",
+        ], rec.result.transcript)
+        XCTAssertFalse(rec.result.stderrText.contains("waited"), rec.result.transcript)
+        let s = try HeapGenCLI.summary(rec.trace)
+        XCTAssertEqual(s.endReason, "exited")
+        XCTAssertEqual(s.producerWaits, 0)
+        XCTAssertEqual(s.uint("end.lostEvents"), 0)
+        XCTAssertEqual(s.uint("end.arenaFull"), 0)
+        XCTAssertEqual(s.uint("end.unwindFallbacks"), 0)
+        XCTAssertEqual(s.freeNullCalls, 0)
+        let records = try HeapGenCLI.records(rec.trace)
+        let sizes = records.compactMap { r -> UInt64? in
+            if case let .allocation(.malloc, _, size, _, _) = r { return size } else { return nil }
+        }
+        XCTAssertEqual(sizes.filter { $0 == 24 }.count, 1000)
+        XCTAssertEqual(sizes.filter { $0 == 40 }.count, 1000, "still recording after the counters were overwritten")
+    }
+
+    // MARK: - Signals
+
+    /// slow.c running for ~30 s; heapgen gets SIGINT (the program does not): heapgen stops
+    /// recording 10 s later and exits 130, and the trace is complete up to there.
+    func testProgramThatDoesNotExitAfterSIGINT() throws {
+        try checkSignalStop(signal: SIGINT, secondAfter: nil, expectedSeconds: 10)
+    }
+
+    /// A second SIGINT a second and a half after the first stops at once (130).
+    func testSecondSignalStopsAtOnce() throws {
+        try checkSignalStop(signal: SIGINT, secondAfter: 1.5, expectedSeconds: 1.5)
+    }
+
+    private func checkSignalStop(signal: Int32, secondAfter: Double?, expectedSeconds: Double,
+                                 file: StaticString = #filePath, line: UInt = #line) throws {
+        let exe = try Fixture.build("slow.c")
+        let dir = try TestPaths.freshDirectory("sigstop")
+        let pidFile = dir + "/pid", doneFile = dir + "/done"
+        // heapgen does not forward SIGINT (the terminal sends it to the program): slow.c runs on.
+        let (heapgen, trace) = try HeapGenCLI.start(exe, [pidFile, doneFile, "3000"])
+        var childPid: Int32 = 0
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline && childPid == 0 {
+            if let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+               let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) { childPid = pid }
+            usleep(10_000)
+        }
+        defer { if childPid > 0 { kill(childPid, SIGKILL) } }
+        guard childPid > 0 else {
+            heapgen.killIfRunning()
+            return XCTFail("the fixture never wrote its pid", file: file, line: line)
+        }
+        usleep(500_000)
+        let sent = Date()
+        XCTAssertEqual(kill(heapgen.pid, signal), 0, file: file, line: line)
+        if let secondAfter {
+            usleep(UInt32(secondAfter * 1_000_000))
+            XCTAssertEqual(kill(heapgen.pid, signal), 0, file: file, line: line)
+        }
+        let r = heapgen.wait(timeout: 40)
+        let took = Date().timeIntervalSince(sent)
+        XCTAssertFalse(r.timedOut, r.transcript, file: file, line: line)
+        XCTAssertStatus(r, 128 + signal, "128 + the signal, like a shell", file: file, line: line)
+        XCTAssertGreaterThanOrEqual(took, expectedSeconds - 0.2, r.transcript, file: file, line: line)
+        XCTAssertLessThan(took, expectedSeconds + 5, r.transcript, file: file, line: line)
+        XCTAssertEqual(r.stderrLines.last,
+                       "heapgen: stopped recording after signal \(signal): the program (pid \(childPid)) had not exited; it runs on untraced",
+                       r.transcript, file: file, line: line)
+        XCTAssertEqual(kill(childPid, 0), 0, "the program still runs", file: file, line: line)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: doneFile), file: file, line: line)
+        // The trace is complete (strict read) and ends "collector stopped".
+        let records = try HeapGenCLI.records(trace)
+        guard case let .end(end)? = records.last else { return XCTFail("no end record", file: file, line: line) }
+        XCTAssertEqual(end.reason, .collectorStopped, file: file, line: line)
+        let allocations = records.filter { if case .allocation = $0 { true } else { false } }.count
+        XCTAssertGreaterThanOrEqual(allocations, 2000, "at least the first round", file: file, line: line)
+    }
+}
