@@ -13,9 +13,11 @@ public enum ExitCodes {
     public static let gateFailed: Int32 = 23
     /// The command line is wrong (unknown flag, missing argument…). `EX_USAGE`.
     public static let usage: Int32 = 64
-    /// The trace file is corrupt, truncated, of an unsupported version, or not a trace. `EX_DATAERR`.
+    /// The trace file is corrupt, cut inside its first chunk, of an unsupported version, or not a
+    /// trace (a trace whose collector was killed is salvaged instead). `EX_DATAERR`.
     public static let badTrace: Int32 = 65
-    /// The trace file cannot be opened. `EX_NOINPUT`.
+    /// The trace file cannot be opened, or is not a regular file (a FIFO, a device, a
+    /// directory: refused without blocking). `EX_NOINPUT`.
     public static let cannotOpenTrace: Int32 = 66
     /// `heapgen mark PID`: that process is not being recorded by heapgen (or
     /// belongs to another user). `EX_UNAVAILABLE`.

@@ -22,9 +22,9 @@ func repairingCRCs(_ input: [UInt8]) -> [UInt8] {
     return bytes
 }
 
-func readFully(_ bytes: [UInt8]) {
+func readFully(_ bytes: [UInt8], strict: Bool) {
     do {
-        var reader = try TraceReader(bytes: bytes, name: "fuzz")
+        var reader = try TraceReader(bytes: bytes, name: "fuzz", strict: strict)
         var records = 0
         try reader.forEach { _ in records &+= 1 }
         // A valid trace: the summary must not trap either.
@@ -42,7 +42,10 @@ func readFully(_ bytes: [UInt8]) {
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzTraceInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
-    readFully(bytes)
-    readFully(repairingCRCs(bytes))
+    // Salvaging (the default) and strict: neither may trap.
+    for strict in [false, true] {
+        readFully(bytes, strict: strict)
+        readFully(repairingCRCs(bytes), strict: strict)
+    }
     return 0
 }
