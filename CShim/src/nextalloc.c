@@ -395,7 +395,13 @@ static void copy_name(char *dst, const char *src)
     dst[n] = '\0';
 }
 
-void hg_next_describe(hg_header *h)
+/* The description of this process image, made once: a forked child has the
+ * same objects, and should not walk the loader's list from a fork handler. */
+static int described;
+static uint32_t desc_flags;
+static char desc_object[HG_ALLOC_PATH], desc_bypass[HG_ALLOC_PATH];
+
+static void describe_image(void)
 {
     hg_next_resolve();
     scan s;
@@ -403,11 +409,11 @@ void hg_next_describe(hg_header *h)
     uint32_t flags = 0;
     if (s.bypass) {
         flags |= HG_ALLOC_BYPASSED;
-        copy_name(h->alloc_bypass, s.bypass_name);
+        copy_name(desc_bypass, s.bypass_name);
     }
     int a = s.where[N_MALLOC];
     if (a >= 0) {
-        copy_name(h->alloc_object, s.where_name[N_MALLOC]);
+        copy_name(desc_object, s.where_name[N_MALLOC]);
         if (a != s.where[N_LIBC_MALLOC])
             flags |= HG_ALLOC_FOREIGN;
         /* C++ new bound to the allocator itself (ahead of libstdc++), and
@@ -415,5 +421,16 @@ void hg_next_describe(hg_header *h)
         if (a != s.where[N_LIBC_MALLOC] && s.new_first == a && s.new_users > 0)
             flags |= HG_ALLOC_CXX_DIRECT;
     }
-    h->alloc_flags = flags;
+    desc_flags = flags;
+}
+
+void hg_next_describe(hg_header *h)
+{
+    if (!described) {
+        describe_image();
+        described = 1;
+    }
+    h->alloc_flags = desc_flags;
+    memcpy(h->alloc_object, desc_object, sizeof desc_object);
+    memcpy(h->alloc_bypass, desc_bypass, sizeof desc_bypass);
 }

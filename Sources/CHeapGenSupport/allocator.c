@@ -39,8 +39,8 @@ int hg_segment_allocator_warning(const hg_segment *seg, char *buf, size_t len)
                  (int)seg->pid, bypass[0] ? "" : "the executable itself", bypass);
     } else {
         snprintf(buf, len,
-                 "process %d: C++ operator new/delete are served by %s directly, not through malloc: "
-                 "blocks allocated with new are not recorded",
+                 "process %d: C++ operator new is served by %s directly, not through malloc: "
+                 "blocks allocated with new are not recorded (their deletes may count as unknown frees)",
                  (int)seg->pid, object[0] ? object : "the program's allocator");
     }
     return 1;
