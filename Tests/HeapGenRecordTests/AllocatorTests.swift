@@ -117,6 +117,38 @@ final class AllocatorTests: XCTestCase {
         XCTAssertEqual(s.unknownFrees, 10, "\(s)")
     }
 
+    /// probe_jemalloc.c: a glibc program looking for jemalloc's API with dlsym.
+    /// Natively there is none. Under heapgen it finds the shim's definitions
+    /// (the documented trade-off): they fail like an exhausted allocator and
+    /// free what they are given, recorded as frees.
+    func testJemallocProbeInAGlibcProgramFindsFailingEntryPoints() throws {
+        let exe = try Fixture.build("probe_jemalloc.c")
+        let native = try runProcess(exe, [], timeout: 60)
+        XCTAssertStatus(native, 0)
+        XCTAssertEqual(native.stdoutText, "no jemalloc API\nno free_sized\n")
+        let rec = try HeapGenCLI.recording(exe, flags: ["-q"], timeout: 120)
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdoutText, """
+            mallocx: NULL, ENOMEM
+            rallocx: NULL, ENOMEM, block unchanged
+            xallocx: not resized
+            sallocx: usable size
+            nallocx: 0
+            dallocx, sdallocx: freed
+            free_sized: freed
+
+            """)
+        XCTAssertEqual(rec.result.stderrText, "", rec.result.transcript)
+        let s = try HeapGenCLI.summary(rec.trace)
+        XCTAssertEqual(s.calls("malloc"), 3, "malloc(100), malloc(10), malloc(20)\n\(s)")
+        XCTAssertEqual(s.bytes("malloc"), 130)
+        XCTAssertEqual(s.allocationCount, 3, "the failed mallocx and rallocx allocate nothing\n\(s)")
+        XCTAssertEqual(s.frees("free"), 3, "dallocx, sdallocx, free_sized\n\(s)")
+        XCTAssertEqual(s.frees("realloc"), 0, "\(s)")
+        XCTAssertEqual(s.unknownFrees, 0, "\(s)")
+        XCTAssertEqual(s.liveObjects, 0, "\(s)")
+    }
+
     /// Debian's redis-server (linked with libjemalloc.so.2): it crashed at
     /// start-up when heapgen served its malloc from glibc. Started on a free
     /// port, driven by redis-cli, shut down with SHUTDOWN NOSAVE: same answers
