@@ -32,7 +32,6 @@
 #include <errno.h>
 #include <link.h>
 #include <string.h>
-#include <unistd.h>
 #include "shim.h"
 #include "nextalloc.h"
 
@@ -51,7 +50,8 @@ enum {
     N_FREE_SIZED, N_FREE_ALIGNED_SIZED,
     N_MALLOCX, N_RALLOCX, N_XALLOCX, N_SALLOCX, N_DALLOCX, N_SDALLOCX, N_NALLOCX,
     N_FAMILY,                   /* end of hg_next_fns */
-    N_LIBC_MALLOC = N_FAMILY,   /* marks glibc's libc */
+    N_GLIBC = N_FAMILY,         /* marks glibc's libc (not __libc_malloc:
+                                   gperftools' tcmalloc exports that too) */
     N_OPERATOR_NEW,             /* _Znwm: who serves C++ new */
     N_COUNT
 };
@@ -61,7 +61,7 @@ static const char *const names[N_COUNT] = {
     "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size",
     "free_sized", "free_aligned_sized",
     "mallocx", "rallocx", "xallocx", "sallocx", "dallocx", "sdallocx", "nallocx",
-    "__libc_malloc", "_Znwm",
+    "gnu_get_libc_version", "_Znwm",
 };
 
 int hg_next_reallocarray_via_realloc;
@@ -355,7 +355,7 @@ void hg_next_resolve(void)
     void **f = s.fn;
     /* glibc's reallocarray calls realloc through the PLT: see nextalloc.h. */
     __atomic_store_n(&hg_next_reallocarray_via_realloc,
-                     f[N_REALLOCARRAY] == NULL || s.where[N_REALLOCARRAY] == s.where[N_LIBC_MALLOC],
+                     f[N_REALLOCARRAY] == NULL || s.where[N_REALLOCARRAY] == s.where[N_GLIBC],
                      __ATOMIC_RELAXED);
     STORE(reallocarray, (void *(*)(void *, size_t, size_t))f[N_REALLOCARRAY]);
     STORE(free_sized, (void (*)(void *, size_t))f[N_FREE_SIZED]);
@@ -414,11 +414,11 @@ static void describe_image(void)
     int a = s.where[N_MALLOC];
     if (a >= 0) {
         copy_name(desc_object, s.where_name[N_MALLOC]);
-        if (a != s.where[N_LIBC_MALLOC])
+        if (a != s.where[N_GLIBC])
             flags |= HG_ALLOC_FOREIGN;
         /* C++ new bound to the allocator itself (ahead of libstdc++), and
          * something uses it: those blocks never pass through malloc. */
-        if (a != s.where[N_LIBC_MALLOC] && s.new_first == a && s.new_users > 0)
+        if (a != s.where[N_GLIBC] && s.new_first == a && s.new_users > 0)
             flags |= HG_ALLOC_CXX_DIRECT;
     }
     desc_flags = flags;
