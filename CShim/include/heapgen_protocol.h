@@ -191,6 +191,27 @@ typedef struct hg_module_blob {
 #define HG_CONTROL_MIN_SIZE      (HG_CONTROL_REQUEST_BYTES + 4096u)
 #define HG_CONTROL_MAX_SIZE      (64u << 20)
 
+/* Allocators. The shim wraps whatever allocator the program would have used
+ * (glibc's, or libjemalloc/libtcmalloc/... linked by the program): each
+ * interposed function calls the next definition after the shim in symbol
+ * order. Some allocations cannot reach the shim at all; the shim says so in
+ * header.alloc_flags (it never prints into the program's stderr) and the
+ * collector prints one warning per traced program. All strings are
+ * NUL-terminated inside their array (possibly cut); the collector must not
+ * trust that and bounds its reads anyway. */
+#define HG_ALLOC_PATH 128
+enum hg_alloc_flag {
+    HG_ALLOC_BYPASSED   = 1u << 0, /* malloc or free is defined before the shim (by the
+                                      executable or an earlier preload): the program's
+                                      calls go there, heapgen records nothing of them */
+    HG_ALLOC_FOREIGN    = 1u << 1, /* the wrapped malloc is not glibc's (alloc_object
+                                      names it); informational                       */
+    HG_ALLOC_CXX_DIRECT = 1u << 2, /* the allocator (alloc_object) defines C++ operator
+                                      new/delete, bound ahead of libstdc++'s, and a
+                                      loaded object uses them: those blocks bypass
+                                      malloc and are not recorded                     */
+};
+
 /* The segment header (first page of the memfd). Fields written by only one
  * side are grouped so producer and collector do not share cache lines. */
 typedef struct hg_header {
@@ -238,6 +259,14 @@ typedef struct hg_header {
     /* control channel, collector -> shim */
     _Alignas(64) uint64_t control_response_id; /* id of the request answered last         */
     uint64_t control_response_len;            /* length of the response in bytes         */
+
+    /* allocator: written once by the shim before the hello (see "Allocators") */
+    _Alignas(64) uint32_t alloc_flags;         /* HG_ALLOC_* bits                          */
+    uint32_t _pad2;
+    char     alloc_object[HG_ALLOC_PATH];      /* object whose malloc the shim wraps       */
+    char     alloc_bypass[HG_ALLOC_PATH];      /* HG_ALLOC_BYPASSED: the object whose malloc
+                                                  runs instead of the shim's ("" = the
+                                                  executable)                              */
 } hg_header;
 
 /* hg_hello: the one message a shim sends, with the memfd as SCM_RIGHTS. */

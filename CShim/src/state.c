@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include "shim.h"
+#include "nextalloc.h"
 #include "unwind.h"
 
 hg_shim g_hg;
@@ -140,6 +141,7 @@ static int open_segment(uint32_t origin)
     h->control_offset = control_off;
     h->control_size = HG_CONTROL_SIZE;
     h->arena_used = 8;          /* ref 0 means "none" */
+    hg_next_describe(h);        /* which allocator we wrap (nextalloc.c) */
 
     hg_hello hello = { HG_PROTOCOL_MAGIC, HG_PROTOCOL_VERSION, origin, h->pid, h->ppid, size };
     int ok = send_hello(g_hg.sock_fd, fd, &hello) && await_verdict(h);

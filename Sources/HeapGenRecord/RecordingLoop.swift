@@ -354,6 +354,11 @@ final class RecordingLoop {
             decline(raw)
             return
         }
+        // Allocations the shim cannot follow (CShim/src/nextalloc.c): one line per program image.
+        var allocNote = [CChar](repeating: 0, count: 512)
+        if origin != .fork && hg_segment_allocator_warning(raw, &allocNote, allocNote.count) == 1 {
+            printDiagnostic("warning: " + cString(allocNote))
+        }
         var path = paths.path(pid: pid, image: image, isRoot: origin == .root)
         while usedPaths.contains(path) { // a reused pid
             image += 1

@@ -49,6 +49,10 @@ int hg_segment_open(int fd, const hg_hello *hello, hg_segment *seg, char *errbuf
 /* Unmaps and closes. Safe on a zeroed or already closed segment. */
 void hg_segment_close(hg_segment *seg);
 
+/* allocator.c: 1 and a one-line text (without "warning: ") in buf when the
+ * shim reported allocations it cannot follow (hg_header.alloc_flags); else 0. */
+int hg_segment_allocator_warning(const hg_segment *seg, char *buf, size_t len);
+
 /* Stores collector_pid, then state (release), in the shared header. */
 void hg_segment_answer(hg_segment *seg, int32_t collector_pid, uint32_t state);
 
