@@ -105,6 +105,11 @@ enum hg_kind {
                                 size = request length, aux = low 32 bits of the id. The
                                 collector answers after it has consumed every record
                                 before this one, so the answer sees them all. */
+    HG_K_FORK          = 40, /* this process is about to fork: addr = fork id (per process,
+                                from 1). Published in the parent's fork handler, before the
+                                fork; the child's header names the id in parent_fork_id, so
+                                the collector starts the child's trace with the parent's live
+                                blocks as they were at this record. */
 };
 
 #define HG_KIND_SHIFT 56
@@ -230,7 +235,8 @@ typedef struct hg_header {
     uint32_t max_frames;
     uint64_t control_offset;  /* page aligned; 0 with control_size 0: no channel */
     uint64_t control_size;    /* bytes: request region + response region */
-    uint8_t  _pad0[48];
+    uint64_t parent_fork_id;  /* origin FORK: the id of the parent's HG_K_FORK record; 0 none */
+    uint8_t  _pad0[40];
 
     /* collector -> shim */
     _Alignas(64) volatile uint32_t state;    /* enum hg_state                        */

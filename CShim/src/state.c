@@ -101,6 +101,11 @@ static int await_verdict(hg_header *h)
     return 0;
 }
 
+/* The fork id travels to the child in this thread's TLS (the child's only
+ * thread is the one that forked), so concurrent forks cannot mix them up. */
+static uint64_t g_fork_counter;
+static HG_TLS uint64_t hg_fork_id;
+
 /* Creates, announces and (if accepted) installs a new segment. */
 static int open_segment(uint32_t origin)
 {
@@ -142,6 +147,7 @@ static int open_segment(uint32_t origin)
     h->control_size = HG_CONTROL_SIZE;
     h->arena_used = 8;          /* ref 0 means "none" */
     hg_next_describe(h);        /* which allocator we wrap (nextalloc.c) */
+    h->parent_fork_id = origin == HG_ORIGIN_FORK ? hg_fork_id : 0;
 
     hg_hello hello = { HG_PROTOCOL_MAGIC, HG_PROTOCOL_VERSION, origin, h->pid, h->ppid, size };
     int ok = send_hello(g_hg.sock_fd, fd, &hello) && await_verdict(h);
@@ -171,7 +177,17 @@ static int open_segment(uint32_t origin)
     return 1;
 }
 
-static void fork_prepare(void) { hg_modules_fork_prepare(); }
+static void fork_prepare(void)
+{
+    hg_fork_id = 0;
+    if (g_hg_phase == 2 && hg_guard == 0 && !g_hg.hdr->detached) {
+        if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
+            hg_thread_announce();
+        hg_fork_id = __atomic_add_fetch(&g_fork_counter, 1, __ATOMIC_RELAXED);
+        hg_emit(HG_K_FORK, hg_fork_id, 0, 0, 0);
+    }
+    hg_modules_fork_prepare();
+}
 static void fork_parent(void)  { hg_modules_fork_parent(); }
 
 /* The child must not write into the parent's ring: the parent's events and

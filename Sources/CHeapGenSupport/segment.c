@@ -112,6 +112,7 @@ int hg_segment_open(int fd, const hg_hello *hello, hg_segment *seg, char *errbuf
     seg->pid = h.pid;
     seg->ppid = h.ppid;
     seg->origin = h.origin;
+    seg->parent_fork_id = h.origin == HG_ORIGIN_FORK ? h.parent_fork_id : 0;
     seg->max_frames = h.max_frames;
     seg->control = h.control_size ? (uint8_t *)base + h.control_offset : NULL;
     seg->control_size = h.control_size;

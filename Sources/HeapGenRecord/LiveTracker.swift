@@ -146,6 +146,11 @@ final class LiveTracker {
         map.lookup(address)
     }
 
+    /// Calls `body` for every live block, in no particular order.
+    func forEachBlock(_ body: (Entry) -> Void) {
+        map.forEach(body)
+    }
+
     /// Every live block as (address, size), by ascending address.
     func liveBlocks() -> [(address: UInt64, size: UInt64)] {
         var out: [(address: UInt64, size: UInt64)] = []

@@ -386,10 +386,27 @@ final class RecordingLoop {
         seg.sequence = acceptedCount
         // --leaks: know every block from the first allocation on, for the scan at exit.
         if options.scanLeaks { seg.control.tracker = LiveTracker(since: 0) }
+        // Followed forks: a child starts with the live heap it inherits (InheritedHeap).
+        if options.followFork { seg.liveHeap = LiveTracker(since: 0) }
+        if origin == .fork { inherit(seg, forkID: raw.pointee.parent_fork_id) }
         hg_segment_answer(raw, collectorPid, UInt32(HG_STATE_ACCEPTED.rawValue))
         entry.segment = seg
         live.append(seg)
         acceptedCount += 1
+    }
+
+    /// Starts a forked child's trace with its parent's live heap at fork `forkID`.
+    /// The parent's HG_K_FORK record was published before the fork, so if its
+    /// snapshot is not taken yet, it is in the parent's ring: drain up to it.
+    private func inherit(_ child: Segment, forkID: UInt64) {
+        guard forkID != 0 else { return }
+        var heap = drainer.forks.take(pid: child.ppid, forkID: forkID)
+        if heap == nil, let parent = pids[child.ppid]?.segment {
+            while heap == nil && drainer.drain(parent) > 0 {
+                heap = drainer.forks.take(pid: child.ppid, forkID: forkID)
+            }
+        }
+        heap?.start(child)
     }
 
     private func decline(_ raw: UnsafeMutablePointer<hg_segment>) {

@@ -59,6 +59,26 @@ final class Segment {
         return counters
     }
 
+    /// The live heap from the first event on, kept while forked children are
+    /// followed: the collector's own, apart from the program's control requests.
+    var liveHeap: LiveTracker?
+    /// Frames of the stacks this image inherited at its fork (ids from ``InheritedHeap/firstID``).
+    var inheritedFrames: [UInt32: [UInt64]] = [:]
+    /// Blocks this image inherited at its fork.
+    var inheritedBlocks: UInt64 = 0
+
+    /// The frames of trace stack `id`: an inherited stack, or a stack blob in the arena.
+    func frames(ofStack id: UInt32, scratch: UnsafeMutablePointer<UInt64>, scratchCount: Int) -> [UInt64] {
+        if id >= InheritedHeap.firstID { return inheritedFrames[id] ?? [] }
+        let n = hg_read_stack(raw, id, scratch, UInt32(scratchCount))
+        return Array(UnsafeBufferPointer(start: scratch, count: Int(n)))
+    }
+
+    /// The name of type `id`, if this image defined it.
+    func typeName(_ id: UInt32) -> String? {
+        control.typeNames[id]
+    }
+
     init(raw: UnsafeMutablePointer<hg_segment>, origin: ProcessOrigin, image: Int, path: String, writer: TraceWriter) {
         self.raw = raw
         self.pid = raw.pointee.pid

@@ -24,6 +24,8 @@ final class SegmentDrainer {
     private let modulePath = UnsafeMutablePointer<CChar>.allocate(capacity: maxPath + 1)
     /// Answers HG_K_CONTROL requests.
     let controlChannel = ControlChannel()
+    /// Live heaps taken at HG_K_FORK records, for the children's traces.
+    let forks = ForkSnapshots()
 
     init() {}
 
@@ -99,6 +101,8 @@ final class SegmentDrainer {
         let w = seg.writer
         // Live tracking (control channel): nil unless the program asked.
         var tracker = seg.control.tracker
+        // The collector's own live heap, for forked children: nil with --no-follow-fork.
+        let heap = seg.liveHeap
         for i in 0..<count {
             let s = slots[i]
             let kind = UInt32(truncatingIfNeeded: s.size_kind >> UInt64(HG_KIND_SHIFT))
@@ -118,15 +122,26 @@ final class SegmentDrainer {
                 if let tracker {
                     tracker.allocate(address: s.addr, size: s.size_kind & sizeMask, stack: stack, type: type, position: s.seq)
                 }
+                if let heap { heap.allocate(address: s.addr, size: s.size_kind & sizeMask, stack: stack, type: type, position: s.seq) }
             case UInt32(HG_K_FREE.rawValue):
                 w.appendFree(.free, address: s.addr)
                 if let tracker { tracker.free(address: s.addr, realloc: false) }
+                if let heap { heap.free(address: s.addr, realloc: false) }
             case UInt32(HG_K_REALLOC_FREE.rawValue):
                 w.appendFree(.realloc, address: s.addr)
                 if let tracker { tracker.free(address: s.addr, realloc: true) }
+                if let heap { heap.free(address: s.addr, realloc: true) }
             case UInt32(HG_K_REALLOC_UNDO.rawValue):
                 w.appendReallocUndo(address: s.addr)
                 if let tracker { tracker.undo(address: s.addr) }
+                if let heap { heap.undo(address: s.addr) }
+            case UInt32(HG_K_FORK.rawValue):
+                // The parent's live heap as the child will have it: taken here,
+                // in ring order, claimed by the child's hello.
+                if let heap {
+                    forks.put(InheritedHeap(of: seg, tracker: heap, scratch: frames, scratchCount: Self.maxFrames),
+                              pid: seg.pid, forkID: s.addr)
+                }
             case UInt32(HG_K_CONTROL.rawValue):
                 // Every record before it has been consumed: answer now.
                 controlChannel.handle(seg, s)

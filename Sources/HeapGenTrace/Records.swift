@@ -1,8 +1,11 @@
 // Value types carried by heapgen trace records (see docs/trace-format.md).
 
-/// The allocator entry point that produced an allocation (`alloc` record, function code 1…9).
+/// The allocator entry point that produced an allocation (`alloc` record, function code 1…10).
 public enum AllocationFunction: UInt8, Sendable, CaseIterable {
     case malloc = 1, calloc, realloc, reallocarray, posixMemalign, alignedAlloc, memalign, valloc, pvalloc
+    /// Not a call: a block a forked child inherited from its parent, live at the fork
+    /// (minor version 2). These come before the child's first event.
+    case inherited = 10
 
     /// The C name of the function, e.g. `"posix_memalign"`.
     public var name: String {
@@ -16,6 +19,7 @@ public enum AllocationFunction: UInt8, Sendable, CaseIterable {
         case .memalign: "memalign"
         case .valloc: "valloc"
         case .pvalloc: "pvalloc"
+        case .inherited: "inherited"
         }
     }
 }

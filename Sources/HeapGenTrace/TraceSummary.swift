@@ -48,7 +48,7 @@ public struct TraceSummary: Sendable, Codable {
     public var frees: [String: UInt64] = [:]
     /// `free(NULL)` calls (from the end record; they are not recorded as events).
     public var freeNullCalls: UInt64 = 0
-    /// alloc records.
+    /// alloc records, not counting blocks inherited at a fork (function `inherited`).
     public var allocationCount: UInt64 = 0
     /// free records.
     public var freeCount: UInt64 = 0
@@ -187,7 +187,8 @@ public struct TraceSummary: Sendable, Codable {
         mutating func add(_ record: TraceRecord) {
             switch record {
             case let .allocation(function, address, size, stack, _):
-                allocations &+= 1
+                // Inherited blocks are live, but the child never allocated them.
+                if function != .inherited { allocations &+= 1 }
                 let f = Int(function.rawValue)
                 allocCalls[f] &+= 1
                 allocBytes[f] &+= size

@@ -67,7 +67,8 @@ enum SummaryTable {
         if !p.arguments.isEmpty { rows.append(("arguments", p.arguments.joined(separator: " "))) }
         rows.append(("ended", endDescription(s.end)))
         rows.append(("events", HumanUnits.count(s.eventCount)))
-        let allocated = s.allocations.values.reduce(UInt64(0)) { $0 &+ $1.bytes }
+        let inheritedName = AllocationFunction.inherited.name
+        let allocated = s.allocations.filter { $0.key != inheritedName }.values.reduce(UInt64(0)) { $0 &+ $1.bytes }
         rows.append(("allocations", "\(HumanUnits.count(s.allocationCount)) (\(HumanUnits.bytes(allocated)))"))
         for (name, totals) in s.allocations.sorted(by: { $0.key < $1.key }) {
             rows.append(("  " + name, "\(HumanUnits.count(totals.calls)) (\(HumanUnits.bytes(totals.bytes)))"))

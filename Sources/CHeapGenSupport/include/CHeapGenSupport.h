@@ -38,6 +38,7 @@ typedef struct hg_segment {
     int fd;                 /* always -1 after hg_segment_open (closed)    */
     uint8_t *control;       /* base + control_offset; NULL: no control area */
     uint64_t control_size;  /* validated: 0 or HG_CONTROL_MIN_SIZE..MAX    */
+    uint64_t parent_fork_id;/* origin FORK: the parent's HG_K_FORK id (0 none) */
 } hg_segment;
 
 /* Maps `fd` (a memfd received with a hello) and validates header and hello

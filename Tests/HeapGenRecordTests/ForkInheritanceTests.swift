@@ -1,0 +1,64 @@
+// A forked child's trace starts with the live heap it inherited at the fork.
+
+import Foundation
+import HeapGenTestSupport
+import HeapGenTrace
+import XCTest
+
+final class ForkInheritanceTests: XCTestCase {
+    /// daemon.c: the parent keeps 1,000 × 48 B and forks; the child frees 990 of
+    /// them, keeps 10, and allocates 3 × 64 B of its own.
+    func testChildTraceStartsWithTheParentsLiveBlocks() throws {
+        let exe = try Fixture.build("daemon.c")
+        let rec = try HeapGenCLI.recording(exe)
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(String(decoding: rec.result.stdout, as: UTF8.self), "child ok\n")
+        guard let childPath = rec.allTraces.first(where: { $0 != rec.trace }) else {
+            return XCTFail("no child trace: \(rec.allTraces)")
+        }
+        let child = try HeapGenCLI.summary(childPath)
+        XCTAssertEqual(child.processOrigin, "fork")
+        XCTAssertEqual(child.calls("inherited"), 1000, "\(child)")
+        XCTAssertEqual(child.bytes("inherited"), 1000 * 48)
+        XCTAssertEqual(child.calls("malloc"), 3)
+        XCTAssertEqual(child.allocationCount, 3, "inherited blocks are not the child's allocations")
+        XCTAssertEqual(child.frees("free"), 990)
+        XCTAssertEqual(child.unknownFrees, 0, "every free names a block the child has")
+        XCTAssertEqual(child.liveObjects, 13)
+        XCTAssertEqual(child.liveBytes, 10 * 48 + 3 * 64)
+
+        // The inherited records come first (after the child's process, modules,
+        // stacks and types) and carry the parent's stack: make_session.
+        let records = try HeapGenCLI.records(childPath)
+        let firstEvent = records.firstIndex { if case .allocation = $0 { return true }; if case .free = $0 { return true }; return false }
+        guard let firstEvent else { return XCTFail("no events") }
+        for record in records[firstEvent..<(firstEvent + 1000)] {
+            guard case let .allocation(function, _, size, stack, _) = record else {
+                return XCTFail("expected 1,000 inherited blocks first, got \(record)")
+            }
+            XCTAssertEqual(function, .inherited)
+            XCTAssertEqual(size, 48)
+            XCTAssertGreaterThanOrEqual(stack, 0x8000_0000, "inherited stacks have ids of their own")
+        }
+
+        let report = try HeapGenCLI.json(["report", childPath, "--format", "json"])
+        let live = report["liveAtExit"] as? [String: Any]
+        XCTAssertEqual((live?["objects"] as? NSNumber)?.intValue, 13)
+        let sites = live?["sites"] as? [[String: Any]] ?? []
+        let inheritedSite = sites.first { site in
+            ((site["frames"] as? [[String: Any]])?.first?["function"] as? String) == "make_session"
+        }
+        XCTAssertEqual((inheritedSite?["objects"] as? NSNumber)?.intValue, 10,
+                       "the kept inherited blocks are symbolicated with the parent's stack: \(sites)")
+    }
+
+    /// With --no-follow-fork nothing is tracked for children and the parent's trace is unchanged.
+    func testNoFollowForkWritesOneTrace() throws {
+        let exe = try Fixture.build("daemon.c")
+        let rec = try HeapGenCLI.recording(exe, flags: ["--no-follow-fork"])
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.allTraces, [rec.trace])
+        let parent = try HeapGenCLI.summary(rec.trace)
+        XCTAssertEqual(parent.calls("inherited"), 0)
+    }
+}
