@@ -96,6 +96,10 @@ struct GateOptions: ParsableArguments {
         return verdict
     }
 
+    /// False while writing a baseline: recording today's findings is not a failure,
+    /// so CI can create a baseline without `|| true`.
+    var enforcing: Bool { writeBaseline == nil }
+
     /// Prints the verdict to standard error (after the suppression table with
     /// --print-suppressions) and writes the baseline, JUnit, Markdown and SARIF files.
     /// A file that cannot be written: one line, exit 125.
@@ -118,6 +122,9 @@ struct GateOptions: ParsableArguments {
                     .sorted { $0.signature.canonicalText < $1.signature.canonicalText }
                 try GateFile.write(try Baseline(entries: entries).encoded(), to: writeBaseline)
                 standardError("heapgen: wrote \(entries.count) baseline entr\(entries.count == 1 ? "y" : "ies") to \(writeBaseline)\n")
+                if verdict.failed {
+                    standardError("heapgen: not failing: --write-baseline records today's findings (gate with --baseline \(writeBaseline))\n")
+                }
             }
             if let junit { try GateFile.write(JUnitWriter.render(verdict, report: report), to: junit) }
             if let summary { try GateFile.write(MarkdownSummary.render(verdict, report: report), to: summary, append: true) }

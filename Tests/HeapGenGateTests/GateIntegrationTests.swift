@@ -122,6 +122,13 @@ final class GateIntegrationTests: XCTestCase {
         XCTAssertFalse(text.contains("0x"), "no addresses in a baseline:\n\(text)")
         XCTAssertFalse(text.contains(TestPaths.repoRoot), "no directories in signatures:\n\(text)")
 
+        // Writing a baseline is not a failure, even with a gate that today's findings break.
+        let second = dir + "/second.json"
+        let w2 = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--write-baseline", second, "--", fixture, "leaky"])
+        XCTAssertEqual(w2.status, 0, w2.transcript)
+        XCTAssertTrue(w2.stderrText.contains("not failing: --write-baseline records today's findings"), w2.transcript)
+        XCTAssertEqual(try Baseline.load(path: second).entries.map(\.signature), try Baseline.load(path: path).entries.map(\.signature))
+
         let known = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--baseline", path, "--", fixture, "leaky"])
         XCTAssertEqual(known.status, 0, known.transcript)
         XCTAssertTrue(known.stderrLines.contains { $0.hasPrefix("heapgen: known (baseline): blocks at leak_session") }, known.transcript)
