@@ -175,6 +175,34 @@ final class GateIntegrationTests: XCTestCase {
         XCTAssertEqual(fa.first.map { BaselineSignature($0).fingerprint }, fb.first.map { BaselineSignature($0).fingerprint })
     }
 
+    /// A private Swift type's runtime name holds an ASLR address: names, baselines and
+    /// diffs must not change from one run to the next because of it.
+    func testPrivateSwiftTypesHaveTheSameNameInEveryRun() throws {
+        let fixture = try GateFixture.swift("PrivateTypes", module: "PrivateFixture")
+        let dir = try TestPaths.freshDirectory("private-types")
+        let baseline = dir + "/baseline.json"
+        let first = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--write-baseline", baseline,
+                                        "--trace", dir + "/1.trace", "--", fixture])
+        XCTAssertEqual(first.status, 0, first.transcript)
+        XCTAssertTrue(first.stdoutText.contains("private-types: 8 entries"), first.transcript)
+        XCTAssertTrue(first.stderrText.contains("PrivateFixture.SessionRegistry.(private).Entry"), first.transcript)
+        XCTAssertFalse(first.transcript.contains("unknown context at"), first.transcript)
+
+        let second = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--baseline", baseline,
+                                         "--trace", dir + "/2.trace", "--", fixture])
+        XCTAssertEqual(second.status, 0, "run 1's baseline holds in run 2:\n\(second.transcript)")
+        XCTAssertFalse(second.stderrText.contains("fixed"), second.transcript)
+
+        let diff = try HeapGenCLI.json(["diff", dir + "/1.trace", dir + "/2.trace", "--format", "json"])
+        let entries = diff["entries"] as? [[String: Any]] ?? []
+        let registry = entries.filter { ($0["typeName"] as? String) == "PrivateFixture.SessionRegistry.(private).Entry" }
+        XCTAssertEqual(registry.count, 1, "\(entries)")
+        XCTAssertEqual(registry.first?["status"] as? String, "matched")
+        let totals = diff["totals"] as? [String: Any]
+        XCTAssertEqual((totals?["addedEntries"] as? NSNumber)?.intValue, 0, "no phantom new sites: \(entries)")
+        XCTAssertEqual((totals?["removedEntries"] as? NSNumber)?.intValue, 0, "no phantom gone sites: \(entries)")
+    }
+
     func testMaxLiveAtExit() throws {
         let fixture = try gateFixture()
         // leaky keeps 8 x 3 x 64 = 1,536 B to the end, plus stdio's buffer: measure the total.
