@@ -32,12 +32,28 @@ public enum TextReport {
         lines += findings(report, style)
         lines.append("")
         lines += liveAtExit(report, style)
+        if !report.otherTraces.isEmpty {
+            lines.append("")
+            lines += otherTraces(report, style)
+        }
         if !report.notes.isEmpty {
             lines.append("")
             lines.append(style.bold("Notes"))
             for note in report.notes { lines.append("  - " + note) }
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Other traces listed by name before "… and N more".
+    public static let maxOtherTraces = 5
+
+    /// The recording's other traces (children, exec'd programs), so none goes unnoticed.
+    static func otherTraces(_ r: Report, _ style: TextStyle) -> [String] {
+        let n = r.otherTraces.count
+        var lines = [style.bold("Other traces") + " (\(n) more process image\(n == 1 ? "" : "s") in this recording; heapgen report TRACE)"]
+        for path in r.otherTraces.prefix(maxOtherTraces) { lines.append("  " + path) }
+        if n > maxOtherTraces { lines.append("  … and \(n - maxOtherTraces) more") }
+        return lines
     }
 
     // MARK: - Header

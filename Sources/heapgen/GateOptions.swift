@@ -104,16 +104,34 @@ struct GateOptions: ParsableArguments {
     /// --print-suppressions) and writes the baseline, JUnit, Markdown and SARIF files.
     /// A file that cannot be written: one line, exit 125.
     func finish(_ verdict: GateVerdict, report: Report) throws {
+        try finish([verdict], reports: [report])
+    }
+
+    /// The same for the verdicts on several traces of one recording (`verdicts[i]` on
+    /// `reports[i]`): each verdict's lines under a line naming its program; the baseline
+    /// holds the findings of all of them; JUnit, Markdown and SARIF describe the first
+    /// failing verdict (else the first).
+    func finish(_ verdicts: [GateVerdict], reports: [Report]) throws {
+        guard !verdicts.isEmpty, verdicts.count == reports.count else { return }
         var lines: [String] = []
-        if printSuppressions { lines += GateMessages.suppressionTable(verdict) }
-        lines += GateMessages.verdictLines(verdict)
+        for (verdict, report) in zip(verdicts, reports) {
+            if verdicts.count > 1 {
+                let name = report.program.path.split(separator: "/").last.map(String.init) ?? report.program.path
+                lines.append("heapgen: \(name) (pid \(report.program.pid), \(report.trace)):")
+            }
+            if printSuppressions { lines += GateMessages.suppressionTable(verdict) }
+            lines += GateMessages.verdictLines(verdict)
+        }
         standardError(lines.joined(separator: "\n") + "\n")
+        let primary = verdicts.firstIndex(where: \.failed) ?? 0
+        let verdict = verdicts[primary]
+        let report = reports[primary]
         do {
             if let writeBaseline {
-                var entries = verdict.findings.filter {
+                var entries = verdicts.flatMap(\.findings).filter {
                     if case .suppressed = $0.status { return false } else { return true }
                 }.map { Baseline.Entry($0.finding) }
-                if verdict.judgedCycles < 2, let old = verdict.policy.baseline {
+                if verdicts.allSatisfy({ $0.judgedCycles < 2 }), let old = verdict.policy.baseline {
                     standardError("heapgen: too few cycles to judge: the baseline keeps its \(old.entries.count) entries\n")
                     entries = old.entries
                 }
@@ -122,7 +140,7 @@ struct GateOptions: ParsableArguments {
                     .sorted { $0.signature.canonicalText < $1.signature.canonicalText }
                 try GateFile.write(try Baseline(entries: entries).encoded(), to: writeBaseline)
                 standardError("heapgen: wrote \(entries.count) baseline entr\(entries.count == 1 ? "y" : "ies") to \(writeBaseline)\n")
-                if verdict.failed {
+                if verdicts.contains(where: \.failed) {
                     standardError("heapgen: not failing: --write-baseline records today's findings (gate with --baseline \(writeBaseline))\n")
                 }
             }

@@ -203,6 +203,35 @@ final class GateIntegrationTests: XCTestCase {
         XCTAssertEqual((totals?["removedEntries"] as? NSNumber)?.intValue, 0, "no phantom gone sites: \(entries)")
     }
 
+    /// A launcher (here /bin/sh) runs the programs that mark generations: the report is
+    /// on their traces, not the launcher's, and the gate judges each of them.
+    func testLaunchedProgramsAreReportedAndJudged() throws {
+        let fixture = try gateFixture()
+        let dir = try TestPaths.freshDirectory("launcher")
+        let script = "\(fixture) clean; \(fixture) leaky; true"
+        let r = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--trace", dir + "/sh.trace", "--",
+                                    "/bin/sh", "-c", script])
+        XCTAssertEqual(r.status, 23, r.transcript)
+        // Both gate runs are reported (each report's header names its program), the shell
+        // is not. (A header may follow the program's last output on its line: gate.c ends
+        // without a newline.)
+        XCTAssertEqual(r.stdoutText.components(separatedBy: "heapgen: gate (pid ").count - 1, 2, r.transcript)
+        XCTAssertFalse(r.stdoutText.contains("heapgen: dash (pid ") || r.stdoutText.contains("heapgen: sh (pid "), r.transcript)
+        XCTAssertTrue(r.stdoutText.contains("Other traces"), r.transcript)
+        // The verdict names the leaking run's site and which program it was in.
+        XCTAssertTrue(r.stderrText.contains("gate failed: "), r.transcript)
+        XCTAssertTrue(r.stderrText.contains("leak_session"), r.transcript)
+        XCTAssertEqual(r.stderrLines.filter { $0.hasPrefix("heapgen: gate (pid ") }.count, 2, r.transcript)
+        XCTAssertEqual(r.stderrLines.filter { $0.hasPrefix("SUMMARY: heapgen: gate failed") }.count, 1, r.transcript)
+        XCTAssertEqual(r.stderrLines.filter { $0.hasPrefix("SUMMARY: heapgen: gate passed") }.count, 1, r.transcript)
+
+        // `report` on the shell's trace lists the recording's other traces.
+        let shell = try HeapGenCLI.json(["report", dir + "/sh.trace", "--format", "json"])
+        let others = shell["otherTraces"] as? [String] ?? []
+        XCTAssertGreaterThanOrEqual(others.count, 2, "\(shell)")
+        XCTAssertTrue(others.allSatisfy { $0.hasPrefix(dir + "/sh.trace.") }, "\(others)")
+    }
+
     func testMaxLiveAtExit() throws {
         let fixture = try gateFixture()
         // leaky keeps 8 x 3 x 64 = 1,536 B to the end, plus stdio's buffer: measure the total.
