@@ -28,6 +28,9 @@ struct GateOptions: ParsableArguments {
         valueName: "file"))
     var suppressions: [String] = []
 
+    @Flag(name: .customLong("include-libraries"), help: "Let abandoned sites with no frame in your own code (growth inside the toolchain's or the system's libraries, shown apart in the report) fail the gate too.")
+    var includeLibraries = false
+
     @Flag(name: .customLong("print-suppressions"), help: "Print each suppression with the findings and bytes it matched.")
     var printSuppressions = false
 
@@ -66,7 +69,7 @@ struct GateOptions: ParsableArguments {
     /// True if any gate option was given.
     var isUsed: Bool {
         !failOn.isEmpty || maxBytesPerCycle != nil || maxLiveAtExit != nil || !suppressions.isEmpty
-            || printSuppressions || baseline != nil || writeBaseline != nil || junit != nil || summary != nil || sarif != nil
+            || printSuppressions || includeLibraries || baseline != nil || writeBaseline != nil || junit != nil || summary != nil || sarif != nil
     }
 
     /// The policy these options describe, its suppression and baseline files read. Without a
@@ -76,6 +79,7 @@ struct GateOptions: ParsableArguments {
         var policy = GatePolicy()
         for value in failOn { policy.failOn.formUnion((try? GatePolicy.parseCriteria(value)) ?? []) }
         policy.maxBytesPerCycle = maxBytesPerCycle.flatMap(ByteSize.parse) ?? 0
+        policy.includeLibraries = includeLibraries
         policy.maxLiveAtExit = maxLiveAtExit.flatMap(ByteSize.parse).map { UInt64($0) }
         if policy.failOn.isEmpty && maxBytesPerCycle != nil { policy.failOn = [.abandoned] }
         if !policy.hasCriteria { policy.failOn = defaultCriteria }
