@@ -12,7 +12,8 @@ import HeapGenReport
 /// ```
 ///
 /// Each abandoned or leaked finding is, in this order: suppressed (a rule matches), known (a
-/// baseline entry matches), not gated (its kind is not a criterion), below the limit
+/// baseline entry matches), not gated (its kind is not a criterion), in libraries (abandoned
+/// with no frame in the program's code, unless the policy includes them), below the limit
 /// (abandoned, ``GatePolicy/maxBytesPerCycle`` or less per cycle), or failing. Caches never fail.
 public enum Gate {
     /// Judges `report` against `policy`.
@@ -37,6 +38,8 @@ public enum Gate {
                 status = .notGated
             } else if f.kind == .leaked && !policy.failOn.contains(.leaked) {
                 status = .notGated
+            } else if f.kind == .abandoned && f.inLibraries && !policy.includeLibraries {
+                status = .inLibraries
             } else if f.kind == .abandoned && f.averageBytesPerCycle <= policy.maxBytesPerCycle {
                 status = .belowLimit
             } else {

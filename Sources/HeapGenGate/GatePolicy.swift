@@ -29,6 +29,9 @@ public struct GatePolicy: Sendable, Equatable {
     public var suppressions: Suppressions
     /// Findings accepted as known; `nil` without `--baseline`.
     public var baseline: Baseline?
+    /// Judge abandoned sites with no frame in the program's own code too
+    /// (``Report/Finding/inLibraries``); by default they never fail the gate.
+    public var includeLibraries = false
 
     /// A policy; by default one that never fails.
     public init(failOn: Set<Criterion> = [], maxBytesPerCycle: Int = 0, maxLiveAtExit: UInt64? = nil,

@@ -16,6 +16,9 @@ public struct GateVerdict: Sendable {
         case belowLimit
         /// Its kind is not among the ``GatePolicy/failOn`` criteria.
         case notGated
+        /// Abandoned, but with no frame in the program's own code, and the policy does not
+        /// include libraries (``GatePolicy/includeLibraries``).
+        case inLibraries
     }
 
     /// One abandoned or leaked finding and its status.

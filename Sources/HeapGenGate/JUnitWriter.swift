@@ -45,6 +45,8 @@ public enum JUnitWriter {
                 body = systemOut("below the limit of \(ByteSize.exact(v.policy.maxBytesPerCycle)) per cycle: \(SiteText.growth(f))")
             case .notGated:
                 body = systemOut("not gated (--fail-on does not include \(f.kind.rawValue)): \(SiteText.growth(f))")
+            case .inLibraries:
+                body = systemOut("in libraries only, not judged (--include-libraries judges it): \(SiteText.growth(f))")
             }
             cases.append("    <testcase \(attributes)>\n\(body)    </testcase>\n")
         }

@@ -69,6 +69,7 @@ public enum MarkdownSummary {
         case .known: return "📌 known (baseline)"
         case .belowLimit: return "✅ below limit"
         case .notGated: return "➖ not gated"
+        case .inLibraries: return "📚 in libraries (not judged)"
         }
     }
 

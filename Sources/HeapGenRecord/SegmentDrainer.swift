@@ -202,10 +202,11 @@ final class SegmentDrainer {
         case UInt32(HG_K_TYPE_NAME.rawValue):
             // Each id is defined once; later definitions of the same id are ignored.
             guard s.aux != 0, !seg.types.contains(s.aux) else { return }
-            guard let name = string(seg, ref: s.ref) else {
+            guard let raw = string(seg, ref: s.ref) else {
                 seg.badRecords &+= 1
                 return
             }
+            let name = StableTypeName.of(raw)
             w.defineType(id: s.aux, metadata: s.addr, name: name)
             seg.types.insert(s.aux)
             seg.control.typeNames[s.aux] = name

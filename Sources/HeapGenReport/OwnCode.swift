@@ -70,6 +70,15 @@ public enum OwnCode {
         return true
     }
 
+    /// True if no frame of `frames` is the program's own code while every frame lies in a
+    /// known module: growth made entirely by platform and system libraries (XCTest's
+    /// per-test timers, libdispatch's worker bookkeeping). A frame outside every recorded
+    /// module might be the program's (JIT code, a stripped binary): then this is false.
+    public static func isLibraryOnly(_ frames: [Report.Frame]) -> Bool {
+        guard !frames.isEmpty, frames.allSatisfy({ $0.module != nil }) else { return false }
+        return !frames.contains { isOwnCode(module: $0.module, function: $0.function, file: $0.file) }
+    }
+
     /// Index of the first frame in the program's own code, else of the first frame that is
     /// not platform code (a system library's), else `nil`.
     ///

@@ -61,6 +61,11 @@ extension Report {
             return judged.isEmpty ? 0 : Double(judged.reduce(0, +)) / Double(judged.count)
         }
 
+        /// True if no frame of the stack is the program's own code (``OwnCode/isLibraryOnly(_:)``):
+        /// growth in the toolchain's and the system's libraries, shown apart and not a gate
+        /// failure unless asked for.
+        public var inLibraries: Bool { OwnCode.isLibraryOnly(frames) }
+
         /// The frame at ``userFrame``, if any.
         public var userFrameValue: Frame? {
             userFrame.flatMap { frames.indices.contains($0) ? frames[$0] : nil }
@@ -69,6 +74,11 @@ extension Report {
         private enum CodingKeys: String, CodingKey {
             case kind, typeName, frames, userFrame, cycles, cyclesWithGrowth, objectsPerCycle, bytesPerCycle
             case averageBytesPerCycle, survivingObjects, survivingBytes
+        }
+
+        /// Derived fields: written for readers, recomputed (not read) when decoding.
+        private enum DerivedKeys: String, CodingKey {
+            case inLibraries
         }
 
         /// Encodes every field; `nil` as `null`.
@@ -85,6 +95,8 @@ extension Report {
             try c.encode(averageBytesPerCycle, forKey: .averageBytesPerCycle)
             try c.encode(survivingObjects, forKey: .survivingObjects)
             try c.encode(survivingBytes, forKey: .survivingBytes)
+            var derived = encoder.container(keyedBy: DerivedKeys.self)
+            try derived.encode(inLibraries, forKey: .inLibraries)
         }
     }
 }

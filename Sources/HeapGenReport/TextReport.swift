@@ -18,6 +18,8 @@ public enum TextReport {
     public static let maxFindings = 10
     /// Cache lines (one per place in the program's code) shown.
     public static let maxCacheLines = 5
+    /// Library-only growth findings shown in detail.
+    public static let maxLibraryFindings = 3
     /// Live-at-exit sites listed under the summary line.
     public static let maxLiveSites = 5
 
@@ -32,12 +34,28 @@ public enum TextReport {
         lines += findings(report, style)
         lines.append("")
         lines += liveAtExit(report, style)
+        if !report.otherTraces.isEmpty {
+            lines.append("")
+            lines += otherTraces(report, style)
+        }
         if !report.notes.isEmpty {
             lines.append("")
             lines.append(style.bold("Notes"))
             for note in report.notes { lines.append("  - " + note) }
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Other traces listed by name before "… and N more".
+    public static let maxOtherTraces = 5
+
+    /// The recording's other traces (children, exec'd programs), so none goes unnoticed.
+    static func otherTraces(_ r: Report, _ style: TextStyle) -> [String] {
+        let n = r.otherTraces.count
+        var lines = [style.bold("Other traces") + " (\(n) more process image\(n == 1 ? "" : "s") in this recording; heapgen report TRACE)"]
+        for path in r.otherTraces.prefix(maxOtherTraces) { lines.append("  " + path) }
+        if n > maxOtherTraces { lines.append("  … and \(n - maxOtherTraces) more") }
+        return lines
     }
 
     // MARK: - Header
@@ -133,10 +151,14 @@ public enum TextReport {
 
     static func findings(_ r: Report, _ style: TextStyle) -> [String] {
         var lines: [String] = []
-        let abandoned = r.findings(.abandoned), leaked = r.findings(.leaked), caches = r.findings(.cache)
+        let all = r.findings(.abandoned), leaked = r.findings(.leaked), caches = r.findings(.cache)
+        // Growth with no frame in the program's own code is the toolchain's (XCTest's timers,
+        // libdispatch's bookkeeping): shown apart, after the program's own.
+        let abandoned = all.filter { !$0.inLibraries }, inLibraries = all.filter(\.inLibraries)
         if abandoned.isEmpty && leaked.isEmpty {
             if r.judgedCycles >= 2 {
-                lines.append(style.green(style.bold("No growth across \(HumanUnits.plural(r.judgedCycles, "cycle")).")))
+                let whose = inLibraries.isEmpty ? "" : " in your code"
+                lines.append(style.green(style.bold("No growth\(whose) across \(HumanUnits.plural(r.judgedCycles, "cycle")).")))
             } else if r.cycles == 0 {
                 lines.append(style.bold("No cycles to judge: the program marked no generations.")
                     + " Mark one per push/pop cycle (HEAPGEN_MARK, HeapGen.mark) or use --mark-every.")
@@ -145,13 +167,18 @@ public enum TextReport {
             }
         }
         if !abandoned.isEmpty {
-            lines.append(style.red("Abandoned memory: \(HumanUnits.plural(abandoned.count, "site")) grew in every cycle"))
+            lines.append(style.red("Abandoned memory: \(HumanUnits.plural(abandoned.count, "site")) kept growing across the judged cycles"))
             lines += growthFindings(abandoned, style)
         }
         if !leaked.isEmpty {
             if !lines.isEmpty { lines.append("") }
             lines.append(style.red("Leaked: \(HumanUnits.plural(leaked.count, "site")) unreachable at exit"))
             lines += growthFindings(leaked, style)
+        }
+        if !inLibraries.isEmpty {
+            if !lines.isEmpty { lines.append("") }
+            lines.append(style.yellow(style.bold("Growth in libraries only")) + " (\(HumanUnits.plural(inLibraries.count, "site")), no frame in your code; the gate judges it with --include-libraries)")
+            lines += growthFindings(inLibraries, style, limit: maxLibraryFindings)
         }
         if !caches.isEmpty {
             if !lines.isEmpty { lines.append("") }
@@ -164,7 +191,7 @@ public enum TextReport {
     /// Up to ``maxFindings`` findings in detail, then one line for the rest. Findings (of one
     /// kind) that read the same (title and shown stack: their stacks differ only in the runtime
     /// frames above the user frame) are shown as one entry with their deltas summed.
-    static func growthFindings(_ findings: [Report.Finding], _ style: TextStyle) -> [String] {
+    static func growthFindings(_ findings: [Report.Finding], _ style: TextStyle, limit: Int = maxFindings) -> [String] {
         var merged: [(finding: Report.Finding, sites: Int, key: [String])] = []
         for f in findings {
             let key = [title(f)] + stack(f.frames, from: f.userFrame, TextStyle(enabled: false))
@@ -176,13 +203,15 @@ public enum TextReport {
             }
         }
         var lines: [String] = []
-        for (i, entry) in merged.prefix(maxFindings).enumerated() {
+        for (i, entry) in merged.prefix(limit).enumerated() {
             lines += growthFinding(entry.finding, number: i + 1, sites: entry.sites, style)
         }
-        if merged.count > maxFindings {
-            let rest = merged.dropFirst(maxFindings)
+        if merged.count > limit {
+            let rest = merged.dropFirst(limit)
             let perCycle = rest.reduce(0) { $0 + $1.finding.averageBytesPerCycle }
-            lines.append(style.dim("  … \(HumanUnits.plural(rest.count, "more site")), \(HumanUnits.signedBytes(perCycle)) per cycle together (--format json lists every site)"))
+            // Count sites, not entries: one entry may show several sites with one stack.
+            let sites = rest.reduce(0) { $0 + $1.sites }
+            lines.append(style.dim("  … \(HumanUnits.plural(sites, "more site")), \(HumanUnits.signedBytes(perCycle)) per cycle together (--format json lists every site)"))
         }
         return lines
     }

@@ -22,9 +22,17 @@ enum ControlClient {
     /// answer buffer is ours), and one expectNoGrowth session at a time.
     static let lock = NSRecursiveLock()
 
-    /// Allocated once, on the first request, and kept: a request made inside a
-    /// measured cycle must not allocate or free a megabyte.
+    /// Mapped once, on the first request, and kept: a request made inside a
+    /// measured cycle must not allocate or free a megabyte. Mapped rather than
+    /// allocated, so heapgen's own buffer never shows among the program's blocks
+    /// (it would top "live at exit").
     nonisolated(unsafe) private static var buffer: UnsafeMutablePointer<CChar>?
+
+    private static func mapBuffer() -> UnsafeMutablePointer<CChar>? {
+        guard let m = mmap(nil, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+              m != MAP_FAILED else { return nil }
+        return m.assumingMemoryBound(to: CChar.self)
+    }
 
     enum Outcome {
         /// The collector's JSON answer.
@@ -46,12 +54,13 @@ enum ControlClient {
         guard let function else { return .notTraced }
         lock.lock()
         defer { lock.unlock() }
-        if buffer == nil { buffer = .allocate(capacity: capacity) }
+        if buffer == nil { buffer = mapBuffer() }
+        guard let buffer else { return .failed("cannot map a \(capacity)-byte answer buffer: \(String(cString: strerror(errno)))") }
         let rc = request.withCString { function($0, buffer, capacity) }
         switch rc {
         case 0...:
             let n = min(rc, capacity - 1)
-            return .answer(Data(bytes: buffer!, count: n))
+            return .answer(Data(bytes: buffer, count: n))
         case -Int(ENOSYS): return .notTraced
         case -Int(ETIMEDOUT): return .failed("heapgen did not answer within 30 s")
         case -Int(EPIPE): return .failed("the heapgen collector went away")

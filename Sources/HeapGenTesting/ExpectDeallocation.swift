@@ -37,7 +37,7 @@ extension HeapGen {
                                           fileID: String = #fileID, file: StaticString = #filePath,
                                           line: UInt = #line, column: UInt = #column) throws {
         let site = CallSite(fileID: fileID, file: file, line: line, column: column)
-        let watch = try DeallocationWatch(start: copy object, site: site)
+        let watch = try DeallocationWatch.start(copy object, site: site)
         _ = consume object
         while let wait = watch.nextWait(timeout: timeout) {
             if Thread.isMainThread {
@@ -56,7 +56,7 @@ extension HeapGen {
                                           fileID: String = #fileID, file: StaticString = #filePath,
                                           line: UInt = #line, column: UInt = #column) async throws {
         let site = CallSite(fileID: fileID, file: file, line: line, column: column)
-        let watch = try DeallocationWatch(start: copy object, site: site)
+        let watch = try DeallocationWatch.start(copy object, site: site)
         _ = consume object
         while let wait = watch.nextWait(timeout: timeout) {
             try await Task.sleep(nanoseconds: UInt64(wait * 1_000_000_000))
@@ -78,14 +78,21 @@ final class DeallocationWatch {
     let first: ObjectAnswer
     var last: ObjectAnswer
 
+    private init(address: UInt, site: CallSite, first: ObjectAnswer) {
+        self.address = address
+        self.site = site
+        self.start = clock.now
+        self.first = first
+        self.last = first
+    }
+
     /// Takes the address and asks the collector about the block while `object` is
     /// held; skips the test when that is impossible (not traced, or the block is
-    /// unknown to the collector).
-    init(start object: AnyObject, site: CallSite) throws {
-        self.site = site
+    /// unknown to the collector). A factory rather than an initializer: the skips
+    /// never return, and an initializer would leave unreachable cleanup behind.
+    static func start(_ object: AnyObject, site: CallSite) throws -> DeallocationWatch {
         try TestOutcome.requireHeapgen("expectDeallocation", at: site)
         let address = UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque())
-        self.address = address
         var answer: ObjectAnswer?
         var failure: String?
         withExtendedLifetime(object) {
@@ -98,7 +105,6 @@ final class DeallocationWatch {
                 failure = "\(error)"
             }
         }
-        self.start = clock.now
         guard let answer else {
             if let failure {
                 TestOutcome.fail("heapgen: expectDeallocation could not watch the object: \(failure)", at: site)
@@ -110,8 +116,7 @@ final class DeallocationWatch {
             let type = String(reflecting: Swift.type(of: object))
             try TestOutcome.skip("heapgen: expectDeallocation cannot watch this \(type): heapgen has no live block at 0x\(String(address, radix: 16)) (allocated before tracking began, or not allocated with malloc)", at: site)
         }
-        first = answer
-        last = answer
+        return DeallocationWatch(address: address, site: site, first: answer)
     }
 
     static func request(_ address: UInt) -> String {

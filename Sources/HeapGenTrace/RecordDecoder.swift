@@ -85,7 +85,8 @@ struct RecordDecoder {
             case RecordTag.type:
                 let id = try Self.definedID(&c, "type id", in: &types, start: start)
                 let metadata = try c.varint()
-                let name = try c.string("type name length")
+                // Traces written before the collector made names stable get it here.
+                let name = StableTypeName.of(try c.string("type name length"))
                 try body(.type(id: id, metadata: metadata, name: name))
 
             case RecordTag.moduleLoad:

@@ -28,6 +28,9 @@ struct GateOptions: ParsableArguments {
         valueName: "file"))
     var suppressions: [String] = []
 
+    @Flag(name: .customLong("include-libraries"), help: "Let abandoned sites with no frame in your own code (growth inside the toolchain's or the system's libraries, shown apart in the report) fail the gate too.")
+    var includeLibraries = false
+
     @Flag(name: .customLong("print-suppressions"), help: "Print each suppression with the findings and bytes it matched.")
     var printSuppressions = false
 
@@ -66,7 +69,7 @@ struct GateOptions: ParsableArguments {
     /// True if any gate option was given.
     var isUsed: Bool {
         !failOn.isEmpty || maxBytesPerCycle != nil || maxLiveAtExit != nil || !suppressions.isEmpty
-            || printSuppressions || baseline != nil || writeBaseline != nil || junit != nil || summary != nil || sarif != nil
+            || printSuppressions || includeLibraries || baseline != nil || writeBaseline != nil || junit != nil || summary != nil || sarif != nil
     }
 
     /// The policy these options describe, its suppression and baseline files read. Without a
@@ -76,6 +79,7 @@ struct GateOptions: ParsableArguments {
         var policy = GatePolicy()
         for value in failOn { policy.failOn.formUnion((try? GatePolicy.parseCriteria(value)) ?? []) }
         policy.maxBytesPerCycle = maxBytesPerCycle.flatMap(ByteSize.parse) ?? 0
+        policy.includeLibraries = includeLibraries
         policy.maxLiveAtExit = maxLiveAtExit.flatMap(ByteSize.parse).map { UInt64($0) }
         if policy.failOn.isEmpty && maxBytesPerCycle != nil { policy.failOn = [.abandoned] }
         if !policy.hasCriteria { policy.failOn = defaultCriteria }
@@ -96,20 +100,42 @@ struct GateOptions: ParsableArguments {
         return verdict
     }
 
+    /// False while writing a baseline: recording today's findings is not a failure,
+    /// so CI can create a baseline without `|| true`.
+    var enforcing: Bool { writeBaseline == nil }
+
     /// Prints the verdict to standard error (after the suppression table with
     /// --print-suppressions) and writes the baseline, JUnit, Markdown and SARIF files.
     /// A file that cannot be written: one line, exit 125.
     func finish(_ verdict: GateVerdict, report: Report) throws {
+        try finish([verdict], reports: [report])
+    }
+
+    /// The same for the verdicts on several traces of one recording (`verdicts[i]` on
+    /// `reports[i]`): each verdict's lines under a line naming its program; the baseline
+    /// holds the findings of all of them; JUnit, Markdown and SARIF describe the first
+    /// failing verdict (else the first).
+    func finish(_ verdicts: [GateVerdict], reports: [Report]) throws {
+        guard !verdicts.isEmpty, verdicts.count == reports.count else { return }
         var lines: [String] = []
-        if printSuppressions { lines += GateMessages.suppressionTable(verdict) }
-        lines += GateMessages.verdictLines(verdict)
+        for (verdict, report) in zip(verdicts, reports) {
+            if verdicts.count > 1 {
+                let name = report.program.path.split(separator: "/").last.map(String.init) ?? report.program.path
+                lines.append("heapgen: \(name) (pid \(report.program.pid), \(report.trace)):")
+            }
+            if printSuppressions { lines += GateMessages.suppressionTable(verdict) }
+            lines += GateMessages.verdictLines(verdict)
+        }
         standardError(lines.joined(separator: "\n") + "\n")
+        let primary = verdicts.firstIndex(where: \.failed) ?? 0
+        let verdict = verdicts[primary]
+        let report = reports[primary]
         do {
             if let writeBaseline {
-                var entries = verdict.findings.filter {
+                var entries = verdicts.flatMap(\.findings).filter {
                     if case .suppressed = $0.status { return false } else { return true }
                 }.map { Baseline.Entry($0.finding) }
-                if verdict.judgedCycles < 2, let old = verdict.policy.baseline {
+                if verdicts.allSatisfy({ $0.judgedCycles < 2 }), let old = verdict.policy.baseline {
                     standardError("heapgen: too few cycles to judge: the baseline keeps its \(old.entries.count) entries\n")
                     entries = old.entries
                 }
@@ -118,6 +144,9 @@ struct GateOptions: ParsableArguments {
                     .sorted { $0.signature.canonicalText < $1.signature.canonicalText }
                 try GateFile.write(try Baseline(entries: entries).encoded(), to: writeBaseline)
                 standardError("heapgen: wrote \(entries.count) baseline entr\(entries.count == 1 ? "y" : "ies") to \(writeBaseline)\n")
+                if verdicts.contains(where: \.failed) {
+                    standardError("heapgen: not failing: --write-baseline records today's findings (gate with --baseline \(writeBaseline))\n")
+                }
             }
             if let junit { try GateFile.write(JUnitWriter.render(verdict, report: report), to: junit) }
             if let summary { try GateFile.write(MarkdownSummary.render(verdict, report: report), to: summary, append: true) }

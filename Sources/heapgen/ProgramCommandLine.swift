@@ -23,6 +23,10 @@ enum ProgramCommandLine {
                 throw ValidationError("\(flag) takes a duration such as 2s or 500ms, not '\(value)'.")
             }
         }
+        // 0 would mean "never": say so instead of recording without the marks asked for.
+        if let markEvery, DurationArgument.nanoseconds(markEvery) == 0 {
+            throw ValidationError("--mark-every takes a duration above zero, such as 2s or 500ms, not '\(markEvery)'.")
+        }
         if let ringSlots, !Recorder.validRingSlots(ringSlots) {
             throw ValidationError("--ring-slots must be a power of two between \(Recorder.minRingSlots) and \(Recorder.maxRingSlots).")
         }

@@ -26,7 +26,8 @@ struct ReportCommand: ParsableCommand {
     func run() throws {
         let result: Report
         do {
-            result = try report.makeReport(trace: trace)
+            // Traces the same recording wrote for children and exec'd programs.
+            result = try report.makeReport(trace: trace, otherTraces: TraceSelection.siblings(of: trace))
         } catch {
             throw traceFailure(error)
         }

@@ -54,14 +54,26 @@ struct ReportOptions: ParsableArguments {
     /// Prints `report` in the chosen format to standard output or writes it to ``output``.
     /// Failures print one line and become exit status 125.
     func emit(_ report: Report) throws {
+        try emit([report])
+    }
+
+    /// Prints the reports on several traces of one recording: in text one after the
+    /// other (each names its program); in JSON (one heapgen-report/1 document) the
+    /// first, with a note naming the others.
+    func emit(_ reports: [Report]) throws {
+        guard var first = reports.first else { return }
         let text: String
         switch format {
         case .text:
             let color = output == nil && TextStyle.shouldColor(fileDescriptor: 1)
-            text = TextReport.render(report, color: color)
+            text = reports.map { TextReport.render($0, color: color) }.joined(separator: "\n")
         case .json:
+            if reports.count > 1 {
+                let others = reports.dropFirst().map(\.trace)
+                first.notes.append("\(others.count) more trace\(others.count == 1 ? " has" : "s have") generation marks and a report of \(others.count == 1 ? "its" : "their") own (heapgen report TRACE --format json): \(others.joined(separator: ", "))")
+            }
             do {
-                text = try JSONReport.render(report)
+                text = try JSONReport.render(first)
             } catch {
                 standardError("heapgen: cannot encode the report: \(error)\n")
                 throw ExitCode(ExitCodes.heapgenFailed)

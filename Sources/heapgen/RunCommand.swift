@@ -122,63 +122,51 @@ struct RunCommand: ParsableCommand {
             throw ExitCode(status)
         }
 
-        // Report on the last image of the program's own process (its exec chain).
-        let subject = Self.lastImage(root: root, others: recorder.otherTracePaths)
-        let others = written.filter { $0 != subject }
+        // Report on the traces where generations were marked (a test binary run by a
+        // launcher, a server started by a script), else on the last image of the
+        // program's own process (its exec chain); the gate judges each of them.
+        let subjects = TraceSelection.subjects(root: root, written: written)
         var notes: [String] = []
-        if subject != root {
+        if subjects == [root] || subjects.count > 1 {
+            // nothing to explain
+        } else if Self.isExecChain(subjects[0], of: root) {
             notes.append("The program exec'd another program: this report is on the last one its process ran; \(root) has the first.")
+        } else {
+            notes.append("This report is on \(subjects[0]), the trace with generation marks; \(root) is the program heapgen started.")
         }
         if removeTraces {
             notes.append("The trace\(written.count > 1 ? "s were temporary files and have" : " was a temporary file and has") been removed (--keep-trace or --trace keeps \(written.count > 1 ? "them" : "it")).")
         }
-        var result: Report
-        do {
-            result = try report.makeReport(trace: subject, otherTraces: others, notes: notes)
-        } catch {
-            standardError("heapgen: cannot report on \(subject): \(error)\n")
-            throw ExitCode(ExitCodes.heapgenFailed)
+        var results: [Report] = []
+        for subject in subjects {
+            do {
+                results.append(try report.makeReport(trace: subject, otherTraces: written.filter { $0 != subject },
+                                                     notes: notes))
+            } catch {
+                standardError("heapgen: cannot report on \(subject): \(error)\n")
+                throw ExitCode(ExitCodes.heapgenFailed)
+            }
         }
-        let verdict = policy.map { gate.judge(&result, policy: $0) }
-        try report.emit(result)
+        var verdicts: [GateVerdict] = []
+        if let policy {
+            for i in results.indices { verdicts.append(gate.judge(&results[i], policy: policy)) }
+        }
+        try report.emit(results)
         if temporary && keepTrace {
-            standardError("heapgen: kept the trace \(root)\(others.isEmpty ? "" : " and \(others.count) more next to it")\n")
+            standardError("heapgen: kept the trace \(root)\(written.count > 1 ? " and \(written.count - 1) more next to it" : "")\n")
         }
         // The gate: the program has exited, so its output is complete whatever the verdict.
-        if let verdict {
-            try gate.finish(verdict, report: result)
-            if verdict.failed { throw ExitCode(ExitCodes.gateFailed) }
+        if !verdicts.isEmpty {
+            try gate.finish(verdicts, reports: results)
+            if verdicts.contains(where: \.failed) && gate.enforcing { throw ExitCode(ExitCodes.gateFailed) }
         }
         if status != 0 { throw ExitCode(status) }
     }
 
-    /// The trace of the last program the root process exec'd (`ROOT.<pid>.<n>` with the
-    /// highest n, see ``TracePaths``), or `root` if it exec'd none that was traced.
-    static func lastImage(root: String, others: [String]) -> String {
-        guard let pid = rootPid(trace: root) else { return root }
-        let paths = TracePaths(output: root)
-        var last = root
-        var image = 1
-        let known = Set(others)
-        while known.contains(paths.path(pid: pid, image: image, isRoot: true)) {
-            last = paths.path(pid: pid, image: image, isRoot: true)
-            image += 1
-        }
-        return last
-    }
-
-    /// The pid in the process record (the first record) of `trace`.
-    static func rootPid(trace: String) -> Int32? {
-        struct Stop: Error {}
-        var pid: Int32?
-        do {
-            var reader = try TraceReader(path: trace)
-            try reader.forEach { record in
-                if case .process(let p) = record { pid = p.pid }
-                throw Stop()
-            }
-        } catch {}
-        return pid
+    /// True if `trace` is one of the images `root`'s own process exec'd.
+    static func isExecChain(_ trace: String, of root: String) -> Bool {
+        guard let pid = TraceSelection.rootPid(trace: root) else { return false }
+        return trace.hasPrefix(TracePaths(output: root).path(pid: pid, image: 1, isRoot: true).dropLast())
     }
 }
 

@@ -122,6 +122,13 @@ final class GateIntegrationTests: XCTestCase {
         XCTAssertFalse(text.contains("0x"), "no addresses in a baseline:\n\(text)")
         XCTAssertFalse(text.contains(TestPaths.repoRoot), "no directories in signatures:\n\(text)")
 
+        // Writing a baseline is not a failure, even with a gate that today's findings break.
+        let second = dir + "/second.json"
+        let w2 = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--write-baseline", second, "--", fixture, "leaky"])
+        XCTAssertEqual(w2.status, 0, w2.transcript)
+        XCTAssertTrue(w2.stderrText.contains("not failing: --write-baseline records today's findings"), w2.transcript)
+        XCTAssertEqual(try Baseline.load(path: second).entries.map(\.signature), try Baseline.load(path: path).entries.map(\.signature))
+
         let known = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--baseline", path, "--", fixture, "leaky"])
         XCTAssertEqual(known.status, 0, known.transcript)
         XCTAssertTrue(known.stderrLines.contains { $0.hasPrefix("heapgen: known (baseline): blocks at leak_session") }, known.transcript)
@@ -166,6 +173,63 @@ final class GateIntegrationTests: XCTestCase {
         XCTAssertEqual(fa.map(BaselineSignature.init), fb.map(BaselineSignature.init))
         XCTAssertNotEqual(fa.first?.frames.first?.address, fb.first?.frames.first?.address, "ASLR moved the program")
         XCTAssertEqual(fa.first.map { BaselineSignature($0).fingerprint }, fb.first.map { BaselineSignature($0).fingerprint })
+    }
+
+    /// A private Swift type's runtime name holds an ASLR address: names, baselines and
+    /// diffs must not change from one run to the next because of it.
+    func testPrivateSwiftTypesHaveTheSameNameInEveryRun() throws {
+        let fixture = try GateFixture.swift("PrivateTypes", module: "PrivateFixture")
+        let dir = try TestPaths.freshDirectory("private-types")
+        let baseline = dir + "/baseline.json"
+        let first = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--write-baseline", baseline,
+                                        "--trace", dir + "/1.trace", "--", fixture])
+        XCTAssertEqual(first.status, 0, first.transcript)
+        XCTAssertTrue(first.stdoutText.contains("private-types: 8 entries"), first.transcript)
+        XCTAssertTrue(first.stderrText.contains("PrivateFixture.SessionRegistry.(private).Entry"), first.transcript)
+        XCTAssertFalse(first.transcript.contains("unknown context at"), first.transcript)
+
+        let second = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--baseline", baseline,
+                                         "--trace", dir + "/2.trace", "--", fixture])
+        XCTAssertEqual(second.status, 0, "run 1's baseline holds in run 2:\n\(second.transcript)")
+        XCTAssertFalse(second.stderrText.contains("fixed"), second.transcript)
+
+        let diff = try HeapGenCLI.json(["diff", dir + "/1.trace", dir + "/2.trace", "--format", "json"])
+        let entries = diff["entries"] as? [[String: Any]] ?? []
+        let registry = entries.filter { ($0["typeName"] as? String) == "PrivateFixture.SessionRegistry.(private).Entry" }
+        XCTAssertEqual(registry.count, 1, "\(entries)")
+        XCTAssertEqual(registry.first?["status"] as? String, "matched")
+        let totals = diff["totals"] as? [String: Any]
+        XCTAssertEqual((totals?["addedEntries"] as? NSNumber)?.intValue, 0, "no phantom new sites: \(entries)")
+        XCTAssertEqual((totals?["removedEntries"] as? NSNumber)?.intValue, 0, "no phantom gone sites: \(entries)")
+    }
+
+    /// A launcher (here /bin/sh) runs the programs that mark generations: the report is
+    /// on their traces, not the launcher's, and the gate judges each of them.
+    func testLaunchedProgramsAreReportedAndJudged() throws {
+        let fixture = try gateFixture()
+        let dir = try TestPaths.freshDirectory("launcher")
+        let script = "\(fixture) clean; \(fixture) leaky; true"
+        let r = try HeapGenCLI.run(["run", "--fail-on", "abandoned", "--trace", dir + "/sh.trace", "--",
+                                    "/bin/sh", "-c", script])
+        XCTAssertEqual(r.status, 23, r.transcript)
+        // Both gate runs are reported (each report's header names its program), the shell
+        // is not. (A header may follow the program's last output on its line: gate.c ends
+        // without a newline.)
+        XCTAssertEqual(r.stdoutText.components(separatedBy: "heapgen: gate (pid ").count - 1, 2, r.transcript)
+        XCTAssertFalse(r.stdoutText.contains("heapgen: dash (pid ") || r.stdoutText.contains("heapgen: sh (pid "), r.transcript)
+        XCTAssertTrue(r.stdoutText.contains("Other traces"), r.transcript)
+        // The verdict names the leaking run's site and which program it was in.
+        XCTAssertTrue(r.stderrText.contains("gate failed: "), r.transcript)
+        XCTAssertTrue(r.stderrText.contains("leak_session"), r.transcript)
+        XCTAssertEqual(r.stderrLines.filter { $0.hasPrefix("heapgen: gate (pid ") }.count, 2, r.transcript)
+        XCTAssertEqual(r.stderrLines.filter { $0.hasPrefix("SUMMARY: heapgen: gate failed") }.count, 1, r.transcript)
+        XCTAssertEqual(r.stderrLines.filter { $0.hasPrefix("SUMMARY: heapgen: gate passed") }.count, 1, r.transcript)
+
+        // `report` on the shell's trace lists the recording's other traces.
+        let shell = try HeapGenCLI.json(["report", dir + "/sh.trace", "--format", "json"])
+        let others = shell["otherTraces"] as? [String] ?? []
+        XCTAssertGreaterThanOrEqual(others.count, 2, "\(shell)")
+        XCTAssertTrue(others.allSatisfy { $0.hasPrefix(dir + "/sh.trace.") }, "\(others)")
     }
 
     func testMaxLiveAtExit() throws {

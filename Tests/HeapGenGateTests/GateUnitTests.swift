@@ -167,6 +167,48 @@ final class GateVerdictTests: XCTestCase {
         XCTAssertFalse(Gate.evaluate(report, policy: GatePolicy()).failed)
     }
 
+    /// Growth with no frame in the program's code (XCTest's per-test timers on a
+    /// libdispatch worker) is shown apart and fails only with --include-libraries.
+    func testGrowthOnlyInLibrariesIsShownApartAndNotJudgedByDefault() {
+        let xctest = "/opt/swift/usr/lib/swift/linux/libXCTest.so"
+        let dispatch = "/opt/swift/usr/lib/swift/linux/libdispatch.so"
+        var timers = Synthetic.finding(function: "XCTWaiter.wait(for:timeout:)", file: "/src/XCTWaiter.swift",
+                                       module: xctest, typeName: "XCTest.XCTWaiter", perCycle: 4096)
+        timers.frames[1] = Report.Frame(function: "_dispatch_worker_thread2", module: dispatch, address: 0x7f00_0100_0000)
+        timers.frames[2] = Report.Frame(function: "start_thread", module: "/lib/x86_64-linux-gnu/libc.so.6",
+                                        address: 0x7f00_0200_0000)
+        timers.userFrame = nil
+        let mine = Synthetic.finding(function: "leak_session", perCycle: 64)
+        XCTAssertTrue(timers.inLibraries)
+        XCTAssertFalse(mine.inLibraries)
+        // A frame outside every module might be the program's: not library-only.
+        var unknown = timers
+        unknown.frames[0].module = nil
+        XCTAssertFalse(unknown.inLibraries)
+
+        let report = Synthetic.report([timers, mine])
+        var policy = GatePolicy(failOn: [.abandoned], maxBytesPerCycle: 1024)
+        var v = Gate.evaluate(report, policy: policy)
+        XCTAssertEqual(v.findings.map(\.status), [.inLibraries, .belowLimit])
+        XCTAssertFalse(v.failed)
+        policy.includeLibraries = true
+        v = Gate.evaluate(report, policy: policy)
+        XCTAssertEqual(v.findings.map(\.status), [.failing, .belowLimit])
+        XCTAssertTrue(v.failed)
+
+        let text = TextReport.render(report)
+        let own = try? XCTUnwrap(text.range(of: "Abandoned memory: 1 site"))
+        let apart = try? XCTUnwrap(text.range(of: "Growth in libraries only (1 site, no frame in your code; the gate judges it with --include-libraries)"))
+        XCTAssertNotNil(own, text)
+        XCTAssertNotNil(apart, text)
+        if let own, let apart { XCTAssertLessThan(own.lowerBound, apart.lowerBound, "the program's own growth first") }
+
+        let json = String(decoding: (try? JSONReport.render(report)).map { Data($0.utf8) } ?? Data(), as: UTF8.self)
+        XCTAssertTrue(json.contains("\"inLibraries\" : true"), json)
+        XCTAssertTrue(json.contains("\"inLibraries\" : false"), json)
+        XCTAssertEqual(try JSONReport.decode(Data(json.utf8)).findings.map(\.inLibraries), [true, false])
+    }
+
     func testGrowthUsesTheGenerationTableLessExcusedSites() throws {
         // Setup 1000 B, warm-up cycle to 5000, then +300 B per cycle for 7 judged cycles.
         let leak = Synthetic.finding(function: "leak_session", perCycle: 200)

@@ -104,6 +104,8 @@ final class FaultTests: XCTestCase {
             ["record", "--output", "/tmp/x.trace"],                            // no program
             ["record", "--ring-slots", "1000", "--", "/bin/true"],             // not a power of two
             ["record", "--ring-slots", "many", "--", "/bin/true"],
+            ["record", "--mark-every", "0", "--", "/bin/true"],             // would mean "never"
+            ["run", "--mark-every", "0ms", "--", "/bin/true"],
             ["info"],
             ["info", "a.trace", "--format", "xml"],
             ["no-such-subcommand"],

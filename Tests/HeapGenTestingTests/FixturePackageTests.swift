@@ -106,6 +106,12 @@ final class FixturePackageTests: XCTestCase {
 
         let released = try XCTUnwrap(cases["ExpectDeallocationTests.testReleasedObjectPasses"], result.transcript)
         XCTAssertEqual(released.state, "passed", released.text)
+
+        // heapgen's own answer buffer is not the program's memory.
+        let text = try String(contentsOfFile: report, encoding: .utf8)
+        let liveAtExit = try XCTUnwrap(text.range(of: "Live at exit").map { String(text[$0.lowerBound...]) }, text)
+        XCTAssertFalse(liveAtExit.contains("ControlClient"), liveAtExit)
+        XCTAssertFalse(liveAtExit.contains("MB in 1 block"), liveAtExit)
     }
 
     func testWithoutHeapgenEveryCaseIsSkippedWithTheReason() throws {
@@ -126,7 +132,7 @@ final class FixturePackageTests: XCTestCase {
         XCTAssertTrue(result.stdout.contains("with 4 tests skipped and 0 failures"), result.transcript)
     }
 
-    func testSwiftTestingRecordsIssuesAndCancelsWithoutHeapgen() throws {
+    func testSwiftTestingRecordsIssuesAndSkipsWithoutHeapgen() throws {
         let binary = try Self.fixtureBinary()
         let heapgen = try TestPaths.heapgen()
         let report = TestPaths.scratch + "/fixture-st-report.txt"
@@ -137,16 +143,21 @@ final class FixturePackageTests: XCTestCase {
         XCTAssertTrue(out.contains("leakyCycleFailsInSwiftTesting() recorded an issue at SwiftTestingCases.swift:7"), traced.transcript)
         XCTAssertTrue(out.contains("FixtureTests.LeakyViewModel: +1 objects / +"), traced.transcript)
         XCTAssertTrue(out.contains("releasedObjectPassesInSwiftTesting() passed"), traced.transcript)
+        XCTAssertTrue(out.contains("withoutTheTraitTheTestIsCancelled() passed"), traced.transcript)
 
         var env = ProcessInfo.processInfo.environment
         env["LD_PRELOAD"] = nil
         env["HEAPGEN_SOCK"] = nil
         let plain = try Run.run(binary, ["--testing-library", "swift-testing"], environment: env, timeout: 300)
         let text = plain.stdout + plain.stderr
+        // With .requiresHeapgen: skipped, with the command that would run them.
         for name in ["leakyCycleFailsInSwiftTesting()", "releasedObjectPassesInSwiftTesting()"] {
-            XCTAssertTrue(text.contains("Test \(name) was cancelled"), "\(name)\n\(plain.transcript)")
+            XCTAssertTrue(text.contains("Test \(name) skipped"), "\(name)\n\(plain.transcript)")
+            XCTAssertFalse(text.contains("Test \(name) passed"), "\(name)\n\(plain.transcript)")
         }
-        XCTAssertTrue(text.contains("needs the program to run under heapgen"), plain.transcript)
-        XCTAssertFalse(text.contains("leakyCycleFailsInSwiftTesting() passed"), plain.transcript)
+        XCTAssertTrue(text.contains("needs the program to run under heapgen: heapgen run -- "), plain.transcript)
+        // Without it, the library can only cancel the test, never pass it.
+        XCTAssertTrue(text.contains("Test withoutTheTraitTheTestIsCancelled() was cancelled"), plain.transcript)
+        XCTAssertFalse(text.contains("withoutTheTraitTheTestIsCancelled() passed"), plain.transcript)
     }
 }
