@@ -53,9 +53,10 @@ final class RoundTripTests: XCTestCase {
             for o in MarkOrigin.allCases { w.mark(label: "\(o)", timeNanoseconds: 1, origin: o) }
         }
         let records = try readAll(bytes)
-        XCTAssertEqual(records.count, 1 + 9 + 2 + 3 + 1)
+        XCTAssertEqual(records.count, 1 + 10 + 2 + 3 + 1)
         XCTAssertEqual(records[9], .allocation(function: .pvalloc, address: 128, size: 8, stack: 0, type: 0))
-        XCTAssertEqual(records[14], .mark(label: "external", timeNanoseconds: 1, origin: .external))
+        XCTAssertEqual(records[10], .allocation(function: .inherited, address: 144, size: 9, stack: 0, type: 0))
+        XCTAssertEqual(records[15], .mark(label: "external", timeNanoseconds: 1, origin: .external))
         for origin in ProcessOrigin.allCases {
             var p = sampleProcess
             p.origin = origin
@@ -69,7 +70,7 @@ final class RoundTripTests: XCTestCase {
 
     func testNamesOfFunctions() {
         XCTAssertEqual(AllocationFunction.allCases.map(\.name),
-                       ["malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc"])
+                       ["malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc", "inherited"])
         XCTAssertEqual(FreeFunction.allCases.map(\.name), ["free", "realloc"])
     }
 

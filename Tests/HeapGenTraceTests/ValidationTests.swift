@@ -77,7 +77,7 @@ final class ValidationTests: XCTestCase {
         b[8] = 2
         let e = readError(b)
         XCTAssertEqual(e?.kind, .unsupportedVersion)
-        XCTAssertEqual(e?.description, "t.trace: unsupported trace version at byte 8: format version 2.1; this heapgen reads version 1.x")
+        XCTAssertEqual(e?.description, "t.trace: unsupported trace version at byte 8: format version 2.2; this heapgen reads version 1.x")
         b = bytes
         b[9] = 1 // major 257
         XCTAssertEqual(readError(b)?.kind, .unsupportedVersion)
@@ -140,7 +140,7 @@ final class ValidationTests: XCTestCase {
         expectCorrupt(singleChunkTrace(Encode.stack(id: 1, frames: []), events: 0), "no frames")
         expectCorrupt(singleChunkTrace(Encode.stack(id: 1, frames: Array(repeating: 1, count: 1025)), events: 0), "over the limit")
         expectCorrupt(singleChunkTrace(Encode.alloc(0, delta: 0, size: 0), events: 1), "unknown allocation function 0")
-        expectCorrupt(singleChunkTrace(Encode.alloc(10, delta: 0, size: 0), events: 1), "unknown allocation function 10")
+        expectCorrupt(singleChunkTrace(Encode.alloc(11, delta: 0, size: 0), events: 1), "unknown allocation function 11")
         expectCorrupt(singleChunkTrace(Encode.free(18, delta: 0), events: 1), "unknown free function 18")
         expectCorrupt(singleChunkTrace([0x14, 0, 3, 0], events: 1), "unknown mark origin 3")
         expectCorrupt(singleChunkTrace([0x04], events: 0), "unknown record tag 0x04")
