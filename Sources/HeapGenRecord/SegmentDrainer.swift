@@ -24,6 +24,8 @@ final class SegmentDrainer {
     private let modulePath = UnsafeMutablePointer<CChar>.allocate(capacity: maxPath + 1)
     /// Answers HG_K_CONTROL requests.
     let controlChannel = ControlChannel()
+    /// Told of HG_K_CHILD_EXIT records: (child pid, raw wait status).
+    var childExited: ((Int32, Int32) -> Void)?
 
     init() {}
 
@@ -181,6 +183,8 @@ final class SegmentDrainer {
             if origin != .timer { seg.settleDue = s.size_kind & sizeMask }
         case UInt32(HG_K_THREAD_START.rawValue):
             w.threadStart(tid: s.aux)
+        case UInt32(HG_K_CHILD_EXIT.rawValue):
+            childExited?(Int32(truncatingIfNeeded: s.addr), Int32(truncatingIfNeeded: s.size_kind & sizeMask))
         default:
             // HG_K_STACK_TRUNC (reserved) and unknown kinds: skipped.
             seg.badRecords &+= 1
