@@ -229,3 +229,33 @@ int hg_maps_contain(pid_t pid, uint64_t dev, uint64_t ino) {
     if (found) return 1;
     return lines > 0 ? 0 : -1;
 }
+
+#include <dirent.h>
+
+int hg_any_process_has_env(const char *entry) {
+    size_t want = strlen(entry) + 1; /* with its NUL: the whole entry */
+    DIR *d = opendir("/proc");
+    if (!d) return -1;
+    static char buf[1 << 18];
+    int found = 0;
+    pid_t self = getpid();
+    struct dirent *de;
+    while (!found && (de = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end != 0 || pid <= 0 || pid == self) continue;
+        ssize_t n = hg_read_proc_file((pid_t)pid, "environ", buf, sizeof buf);
+        if (n <= 0) continue;
+        /* Entries start at 0 or after a NUL. */
+        for (char *p = buf; p + want <= buf + n; p++) {
+            p = memmem(p, (size_t)(buf + n - p), entry, want);
+            if (!p) break;
+            if (p == buf || p[-1] == 0) {
+                found = 1;
+                break;
+            }
+        }
+    }
+    closedir(d);
+    return found;
+}

@@ -89,6 +89,7 @@ public final class Recorder {
 
         let loop = RecordingLoop(listener: rendezvous.fd, rootPid: pid, rootPidfd: pidfd, paths: TracePaths(output: output),
                                  options: options, rootExecutable: launcher.executablePath)
+        loop.socketEntry = "HEAPGEN_SOCK=" + socketPath
         loop.run()
         hg_set_forward_target(0)
 

@@ -61,7 +61,8 @@ final class RecordingLoop {
     let collectorPid: Int32 = getpid()
 
     /// After the root exited and no traced process is left, how long to wait
-    /// for late connections (a program a leftover child exec'd). A forked
+    /// for late connections (a program a leftover vfork child exec'd) while
+    /// a process started with our socket's path is still around. A forked
     /// child's connection is made before fork() returns in its parent, so
     /// it is never late.
     static let graceNanoseconds: UInt64 = 100_000_000
@@ -94,6 +95,9 @@ final class RecordingLoop {
     private var reportedStatus: [Int32: ExitStatus] = [:]
     /// Processes gone whose status is not known yet: wait a little for the parent's report.
     private var awaitingStatus: [(entry: PidEntry, deadline: UInt64)] = []
+    /// `HEAPGEN_SOCK=<path>` as the program got it, to look for late starters.
+    var socketEntry: String?
+    private var lateStarterCheck: UInt64 = 0
     private var rootExitTime: UInt64 = 0
     private var lastHelloTime: UInt64 = 0
     private var signalsAtRootExit: UInt32 = 0
@@ -222,6 +226,11 @@ final class RecordingLoop {
                 if live.isEmpty && awaitingStatus.isEmpty && pending.isEmpty {
                     let since = max(rootExitTime, lastHelloTime)
                     if monotonicNanoseconds() >= since + Self.graceNanoseconds { break }
+                    // No process left that was started with our socket's path: nobody can come.
+                    if since != lateStarterCheck {
+                        lateStarterCheck = since
+                        if let entry = socketEntry, hg_any_process_has_env(entry) == 0 { break }
+                    }
                 }
             }
         }

@@ -149,7 +149,7 @@ int hg_read_module(const hg_segment *seg, uint32_t ref, hg_module_info *info,
  * directory (mode 0700) holding a listening SOCK_SEQPACKET socket. */
 typedef struct hg_rendezvous {
     int fd;            /* listening, non-blocking, close-on-exec */
-    char dir[96];
+    char dir[108];
     char path[108];    /* dir + "/s": HEAPGEN_SOCK */
 } hg_rendezvous;
 
@@ -184,6 +184,11 @@ int hg_recv_hello(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *s
 /* Does process `pid` map the file (dev, ino)? 1 yes, 0 no (a new image:
  * it exec'd), -1 cannot tell (gone, exiting: no mappings, unreadable). */
 int hg_maps_contain(pid_t pid, uint64_t dev, uint64_t ino);
+
+/* Is there a process (other than us) whose initial environment holds exactly
+ * this "NAME=value" entry? 1 yes, 0 no, -1 /proc unreadable. Only processes
+ * we may read are seen (our user's). */
+int hg_any_process_has_env(const char *entry);
 
 /* pidfd_open(2) via syscall; returns the fd (CLOEXEC) or -errno. */
 int hg_pidfd_open(pid_t pid);
