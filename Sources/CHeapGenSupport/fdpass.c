@@ -45,7 +45,13 @@ int hg_rendezvous_open(hg_rendezvous *rv) {
     if (!made) return -err;
     /* mkdtemp makes it 0700 already; say so even under an odd umask. */
     (void)chmod(rv->dir, 0700);
-    snprintf(rv->path, sizeof rv->path, "%s/s", rv->dir);
+    size_t dlen = strlen(rv->dir);
+    if (dlen + 3 > sizeof rv->path) { /* cannot happen: checked above */
+        rmdir(rv->dir);
+        return -ENAMETOOLONG;
+    }
+    memcpy(rv->path, rv->dir, dlen);
+    memcpy(rv->path + dlen, "/s", 3);
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         err = errno;
