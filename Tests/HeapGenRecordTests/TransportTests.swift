@@ -238,4 +238,38 @@ final class TransportTests: XCTestCase {
         XCTAssertEqual(worker.frees("free"), 417, "416 blocks and their table")
         XCTAssertEqual(worker.lostEvents, 0)
     }
+
+    /// Item 2 with a dying collector: the program took heapgen's descriptor
+    /// numbers for a socket of its own; heapgen is SIGKILLed (and left a
+    /// zombie) while the ring is full. The shim must find out without its
+    /// connection (asking the rendezvous path, never polling the program's
+    /// socket), detach, and let the program finish; the program's peer never
+    /// receives a byte.
+    func testProgramWithoutHeapgensConnectionSurvivesCollectorKill() throws {
+        let exe = try Fixture.build("closedslow.c")
+        let dir = try TestPaths.freshDirectory("survive")
+        let pidFile = dir + "/pid", doneFile = dir + "/done"
+        let (heapgen, _) = try HeapGenCLI.start(exe, [pidFile, doneFile, "300"], flags: ["--ring-slots", "1024", "--quiet"])
+        defer { _ = heapgen.wait(timeout: 1) }
+        var childPid: Int32 = 0
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline && childPid == 0 {
+            if let text = try? String(contentsOfFile: pidFile, encoding: .utf8) {
+                childPid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+            }
+            usleep(10_000)
+        }
+        guard childPid > 0 else {
+            _ = kill(heapgen.pid, SIGKILL)
+            return XCTFail("the fixture never wrote its pid\n\(heapgen.wait(timeout: 10).transcript)")
+        }
+        defer { if !FileManager.default.fileExists(atPath: doneFile) { kill(childPid, SIGKILL) } }
+        usleep(300_000)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: doneFile), "still running when the collector dies")
+        XCTAssertEqual(kill(heapgen.pid, SIGKILL), 0)   // not reaped: a zombie collector
+        let finish = Date().addingTimeInterval(40)
+        while Date() < finish && !FileManager.default.fileExists(atPath: doneFile) { usleep(20_000) }
+        let done = try? String(contentsOfFile: doneFile, encoding: .utf8)
+        XCTAssertEqual(done, "done 0\n", "the program finished, and nothing was written on its socket")
+    }
 }
