@@ -345,11 +345,14 @@ final class RecordingLoop {
         entry.connection = -1
         pollDirty = true
         guard let seg = entry.segment else { return }
+        let maps = hg_pidfd_exited(entry.pidfd) == 0
+            ? hg_maps_contain(entry.pid, entry.segmentFile.dev, entry.segmentFile.ino) : -1
         let execed: Bool
-        if hg_pidfd_exited(entry.pidfd) == 0 {
-            execed = hg_maps_contain(entry.pid, entry.segmentFile.dev, entry.segmentFile.ino) == 0
+        if maps >= 0 {
+            execed = maps == 0
         } else {
-            // Gone already (a short-lived exec'd program): a zombie still has
+            // Exiting or gone already (a short-lived exec'd program): its
+            // mappings are gone, but an exiting process or a zombie still has
             // the name of its last image.
             let now = Self.commandName(entry.pid)
             execed = !now.isEmpty && !entry.comm.isEmpty && now != entry.comm
@@ -441,6 +444,8 @@ final class RecordingLoop {
         }
 
         let identity = ProcessIdentity.read(pid: pid)
+        // Before the answer: until then the image cannot exec.
+        entry.comm = Self.commandName(pid)
         var executable = identity.executable
         if executable.isEmpty && origin == .root { executable = rootExecutable }
         let process = ProcessRecord(pid: pid, ppid: raw.pointee.ppid, origin: origin, executable: executable,
@@ -466,7 +471,6 @@ final class RecordingLoop {
         entry.segment = seg
         entry.connection = connection
         entry.segmentFile = segmentFile
-        entry.comm = Self.commandName(pid)
         pollDirty = true
         live.append(seg)
         acceptedCount += 1
