@@ -23,7 +23,12 @@
  *   the image ends: the shim sees the collector die by HUP on it (a zombie
  *   collector still answers kill(pid, 0)). A connection that closes
  *   without a hello is a liveness probe, or a child that went untraced,
- *   and is dropped. The directory is removed when the recording ends.
+ *   and is dropped. A traced image's connection closing while its process
+ *   lives on means it exec'd (the connection is close-on-exec) if the
+ *   process no longer maps the segment's memfd (or, already exiting, has
+ *   another command name); otherwise the program closed the descriptor and
+ *   the image stays traced. The directory is removed when the recording
+ *   ends.
  *   Every descriptor the shim keeps (its connection, its memfd) is checked
  *   against the (st_dev, st_ino) it had when made before any use, close()
  *   and poll() included: the program may have closed the number and got
