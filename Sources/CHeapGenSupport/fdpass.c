@@ -1,6 +1,7 @@
 /* The collector's rendezvous socket and the hello message (heapgen_protocol.h, "Transport", "hg_hello"). */
 #include "CHeapGenSupport.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -11,12 +12,47 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A directory of ours, mode 0700, to hold the socket? */
 static int usable_dir(const char *dir) {
     struct stat st;
     return dir && dir[0] == '/' && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && access(dir, W_OK | X_OK) == 0;
+}
+
+/* Removes the directories of collectors that were killed (SIGKILL leaves
+ * no chance to clean up) in `base`: ours, named heapgen-XXXXXX, whose
+ * socket nobody listens on any more (refused). A live collector's socket
+ * accepts, or says EAGAIN: left alone. */
+static void remove_stale(const char *base) {
+    DIR *d = opendir(base);
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strncmp(de->d_name, "heapgen-", 8) != 0 || strlen(de->d_name) != 14) continue;
+        char dir[160], sock[176];
+        snprintf(dir, sizeof dir, "%s/%s", base, de->d_name);
+        snprintf(sock, sizeof sock, "%s/s", dir);
+        struct stat st;
+        if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0777) != 0700)
+            continue;
+        /* Bound more than a minute ago: not one between its bind and listen. */
+        if (lstat(sock, &st) != 0 || !S_ISSOCK(st.st_mode) || time(NULL) - st.st_ctime < 60 ||
+            strlen(sock) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+            continue;
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) break;
+        struct sockaddr_un addr;
+        memset(&addr, 0, sizeof addr);
+        addr.sun_family = AF_UNIX;
+        memcpy(addr.sun_path, sock, strlen(sock));
+        int r = connect(fd, (struct sockaddr *)&addr, sizeof addr);
+        int err = errno;
+        close(fd);
+        if (r != 0 && err == ECONNREFUSED && unlink(sock) == 0) (void)rmdir(dir);
+    }
+    closedir(d);
 }
 
 int hg_rendezvous_open(hg_rendezvous *rv) {
@@ -35,6 +71,7 @@ int hg_rendezvous_open(hg_rendezvous *rv) {
         }
         /* dir + "/heapgen-XXXXXX" + "/s" must fit in sun_path. */
         if (strlen(base) + 17 + 2 >= sizeof(((struct sockaddr_un *)0)->sun_path)) continue;
+        remove_stale(base);
         snprintf(rv->dir, sizeof rv->dir, "%s/heapgen-XXXXXX", base);
         if (mkdtemp(rv->dir) == NULL) {
             err = errno;
