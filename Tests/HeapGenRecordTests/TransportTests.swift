@@ -103,6 +103,28 @@ final class TransportTests: XCTestCase {
         XCTAssertEqual(child.endReason, "exited")
     }
 
+    /// Item 13: Foundation's Process starts its child with the inherited
+    /// descriptors closed; the child is traced anyway.
+    func testFoundationProcessChildIsTraced() throws {
+        let exe = try Fixture.build("ProcessSpawner.swift")
+        let next = try Fixture.build("fdchild.c")
+        let without = try plain(exe, [next])
+        XCTAssertEqual(without.stdoutText, "fdchild keeps 5 blocks\nchild returned 0\n", without.transcript)
+
+        let rec = try HeapGenCLI.recording(exe, [next])
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdout, without.stdout, rec.result.transcript)
+        XCTAssertFalse(rec.result.stderrText.contains("warning"), rec.result.transcript)
+        XCTAssertEqual(rec.allTraces.count, 2, "\(rec.allTraces)")
+        let children = try summaries(rec).filter { $0.string("process.executable")?.hasSuffix("/fdchild") ?? false }
+        XCTAssertEqual(children.count, 1, "\(rec.allTraces)")
+        guard let child = children.first else { return }
+        XCTAssertEqual(child.calls("malloc"), 9, "\(child)")
+        XCTAssertEqual(child.frees("free"), 4)
+        XCTAssertEqual(child.endReason, "exited")
+        XCTAssertEqual(child.endStatus, 0)
+    }
+
     /// Item 3: with --no-follow-exec the program, its forked child and the
     /// `env` they exec all see the environment they would have had without
     /// heapgen, byte for byte: the user's own LD_PRELOAD restored exactly, no
