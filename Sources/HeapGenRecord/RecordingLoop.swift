@@ -67,8 +67,10 @@ final class RecordingLoop {
     /// it is never late.
     static let graceNanoseconds: UInt64 = 100_000_000
     /// How long a process whose end we saw, but not its status, waits for
-    /// its parent's HG_K_CHILD_EXIT record (the parent reaped it at once).
-    static let statusWaitNanoseconds: UInt64 = 200_000_000
+    /// its parent's HG_K_CHILD_EXIT record (the parent reaped it at once)
+    /// while that parent is traced and alive: it sends the record right
+    /// after its wait call returned, unless it is descheduled.
+    static let statusWaitNanoseconds: UInt64 = 2_000_000_000
     /// After catching up with a producer, wait this long before looking
     /// again: reading slots right behind a producer that is still writing
     /// their cache lines makes both cores bounce the lines (measured: the
@@ -557,9 +559,12 @@ final class RecordingLoop {
         let now = monotonicNanoseconds()
         var still: [(entry: PidEntry, deadline: UInt64)] = []
         for item in awaitingStatus {
+            // Only a traced parent reports (its trace's final drain is done when it is gone).
+            let parent = item.entry.segment?.ppid
+            let parentTraced = live.contains { $0.pid == parent && $0 !== item.entry.segment }
             if let reported = reportedStatus.removeValue(forKey: item.entry.pid) {
                 ended(item.entry, status: reported)
-            } else if force || now >= item.deadline {
+            } else if force || now >= item.deadline || !parentTraced {
                 ended(item.entry, status: .unknown)
             } else {
                 still.append(item)
