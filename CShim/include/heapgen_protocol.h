@@ -3,21 +3,65 @@
  * collector (Sources/CHeapGenSupport, Sources/HeapGenRecord).
  *
  * Transport, in one paragraph:
- *   `heapgen record` creates an AF_UNIX SOCK_SEQPACKET socketpair and exports
- *   the shim's end to the target as HEAPGEN_SOCK=<fd>, with HEAPGEN_COLLECTOR
- *   =<collector pid>. Every traced process image (the program itself, each
- *   forked child, each exec'd program) makes its own anonymous segment with
- *   memfd_create (its name "heapgen" is only a label in /proc/PID/maps:
- *   nothing can open a memfd by name, so nothing to guess or hijack; mode
- *   is owner-only), lays out an hg_header, and sends one hg_hello message
- *   carrying the memfd over the socket (SCM_RIGHTS). The collector maps it
- *   and answers by storing HG_STATE_ACCEPTED or HG_STATE_DECLINED into
- *   header.state. From then on the shim writes fixed 32-byte hg_slot records
+ *   `heapgen record` makes a private directory (mkdtemp, mode 0700, under
+ *   $XDG_RUNTIME_DIR if that is an absolute path to a directory of ours,
+ *   else $TMPDIR, else /tmp) holding one listening AF_UNIX SOCK_SEQPACKET
+ *   socket, and tells the target its path (HEAPGEN_SOCK=<path>) and the
+ *   collector's pid (HEAPGEN_COLLECTOR). No descriptor is inherited. Every
+ *   traced process image (the program itself, each forked child, each
+ *   exec'd program) connects a socket of its own (close-on-exec, moved to a
+ *   number >= 500), checks with SO_PEERCRED that the peer is the collector's
+ *   pid and our user (or root), makes its own anonymous segment with
+ *   memfd_create (mode 0600; its name "heapgen" is only a label in
+ *   /proc/PID/maps, nothing can open a memfd by name), lays out an hg_header, and sends one hg_hello
+ *   message carrying the memfd (SCM_RIGHTS). A forked child's connection is
+ *   made by its parent in the fork's prepare handler and inherited, so the
+ *   collector sees it before fork() returns. The collector accepts only
+ *   peers of its own user (SO_PEERCRED; any user if it runs as root),
+ *   checks that the hello's pid is its sender's (SCM_CREDENTIALS), maps the
+ *   segment and answers by storing HG_STATE_ACCEPTED or HG_STATE_DECLINED
+ *   into header.state. It keeps each traced image's connection open until
+ *   the image ends: the shim sees the collector die by HUP on it (a zombie
+ *   collector still answers kill(pid, 0)). A connection that closes
+ *   without a hello is a liveness probe, or a child that went untraced,
+ *   and is dropped. A traced image's connection closing while its process
+ *   lives on means it exec'd (the connection is close-on-exec) if the
+ *   process no longer maps the segment's memfd (or, already exiting, has
+ *   another command name); otherwise the program closed the descriptor and
+ *   the image stays traced. The directory is removed when the recording
+ *   ends.
+ *   Every descriptor the shim keeps (its connection, its memfd) is checked
+ *   against the (st_dev, st_ino) it had when made before any use, close()
+ *   and poll() included: the program may have closed the number and got
+ *   it back for a file or socket of its own. If the check fails for the
+ *   connection, liveness is asked of the rendezvous path instead. From then
+ *   on the shim writes fixed 32-byte hg_slot records
  *   into a bounded multi-producer ring (Vyukov's per-slot sequence scheme);
  *   the ring position of a record *is* its global sequence number, so
  *   allocations, frees and marks from all threads have one total order.
  *   Variable-length data (stacks, strings) goes into an append-only "blob
  *   arena" in the same segment; records refer to it by offset/8.
+ *
+ * Processes:
+ *   A raw clone() child (no fork handlers run) is noticed on the hot path: a
+ *   private MADV_WIPEONFORK page holds a non-zero word that reads 0 in the
+ *   child, which then gets its own segment (origin FORK) like a forked
+ *   child, or runs untraced; it never writes into its parent's ring.
+ *   The wait family (wait, waitpid, wait3, wait4, waitid) is interposed: a
+ *   child that exited or was killed is reported in the parent's ring
+ *   (HG_K_CHILD_EXIT), since a parent that reaps at once leaves nothing in
+ *   /proc for the collector to read.
+ *   HEAPGEN_FOLLOW says which descendants are traced ("fork,exec" when
+ *   absent). An untraced descendant gets the environment it would have had
+ *   without heapgen: the shim takes out the collector's variables (below)
+ *   and puts back the user's own LD_PRELOAD, which the collector passes as
+ *   HEAPGEN_PRELOAD=LD_PRELOAD=<value> (absent: the user had none), at
+ *   start-up when exec is not followed (so every later exec is clean), and
+ *   in a forked child when fork is not followed (that child is untraced).
+ *
+ * Address space: under RLIMIT_AS the shim holds its segment to 1/16 of
+ *   the limit (ring, then control area, then arena shrink); the default
+ *   sizes (about 265 MiB) apply from a limit of 4.2 GiB up.
  *
  * Ordering rule that keeps the trace consistent across threads:
  *   a free is published *before* the real free() runs, an allocation *after*
@@ -45,8 +89,10 @@ extern "C" {
 #define HG_PROTOCOL_VERSION 3u   /* 3: control area + HG_K_CONTROL */
 
 /* Environment variables the collector sets for the target. */
-#define HG_ENV_SOCK        "HEAPGEN_SOCK"        /* fd number of the shim's socket end  */
-#define HG_ENV_COLLECTOR   "HEAPGEN_COLLECTOR"   /* collector pid, for liveness checks  */
+#define HG_ENV_SOCK        "HEAPGEN_SOCK"        /* path of the collector's listening socket */
+#define HG_ENV_COLLECTOR   "HEAPGEN_COLLECTOR"   /* collector pid: the peer must be it   */
+#define HG_ENV_FOLLOW      "HEAPGEN_FOLLOW"      /* "fork,exec", "fork", "exec" or "": traced descendants */
+#define HG_ENV_PRELOAD     "HEAPGEN_PRELOAD"     /* "LD_PRELOAD=<the user's own value>", if any */
 #define HG_ENV_RING_SLOTS  "HEAPGEN_RING_SLOTS"  /* optional, power of two             */
 #define HG_ENV_ARENA_MB    "HEAPGEN_ARENA_MB"    /* optional blob arena size in MiB     */
 #define HG_ENV_MAX_FRAMES  "HEAPGEN_MAX_FRAMES"  /* optional, 1..HG_MAX_FRAMES         */
@@ -105,6 +151,9 @@ enum hg_kind {
                                 size = request length, aux = low 32 bits of the id. The
                                 collector answers after it has consumed every record
                                 before this one, so the answer sees them all. */
+    HG_K_CHILD_EXIT    = 39, /* the process reaped (or saw, WNOWAIT) a child that ended:
+                                addr = child pid, size = raw wait status (exit code << 8,
+                                or the signal | 0x80 if it dumped core) */
     HG_K_FORK          = 40, /* this process is about to fork: addr = fork id (per process,
                                 from 1). Published in the parent's fork handler, before the
                                 fork; the child's header names the id in parent_fork_id, so

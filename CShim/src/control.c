@@ -43,7 +43,7 @@ static int control_active(void)
         if (g_hg_phase != 2)
             return 0;
     }
-    return hg_guard == 0 && !g_hg.hdr->detached && g_hg.control != NULL &&
+    return hg_guard == 0 && hg_same_process() && !g_hg.hdr->detached && g_hg.control != NULL &&
            g_hg.control_size > HG_CONTROL_REQUEST_BYTES;
 }
 

@@ -53,7 +53,7 @@ static inline int active(void)
         if (g_hg_phase != 2)
             return 0;
     }
-    return hg_guard == 0 && !g_hg.hdr->detached;
+    return hg_guard == 0 && hg_same_process() && !g_hg.hdr->detached;
 }
 
 HG_EXPORT void *malloc(size_t n)
@@ -359,7 +359,7 @@ HG_EXPORT int dlclose(void *handle)
             return -1;
     }
     int r = real(handle);
-    if (g_hg_phase == 2 && hg_guard == 0 && !g_hg.hdr->detached) {
+    if (hg_tracking()) {
         __atomic_add_fetch(&g_hg.epoch, 1, __ATOMIC_RELEASE);
         hg_unwind_invalidate();
         hg_modules_scan();

@@ -15,6 +15,15 @@
 #define HG_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define HG_TLS      __thread __attribute__((tls_model("initial-exec")))
 
+/* A descriptor the shim made, with the identity it had then: checked
+ * (hg_fd_owned) before every use, because the program may have closed the
+ * number and got it back for a file or socket of its own. */
+typedef struct hg_owned_fd {
+    int   fd;                  /* -1: none */
+    dev_t dev;
+    ino_t ino;
+} hg_owned_fd;
+
 /* The segment this process image writes to. Replaced wholesale in a
  * forked child, so every field is read through g_hg. */
 typedef struct hg_shim {
@@ -27,9 +36,9 @@ typedef struct hg_shim {
     uint32_t   ring_shift;     /* log2(ring_slots)                          */
     uint32_t   max_frames;
     uint64_t   arena_size;
-    pid_t      collector_pid;
-    int        sock_fd;
-    int        seg_fd;         /* our memfd, kept for `heapgen mark PID`   */
+    hg_owned_fd conn;          /* our connection to the collector          */
+    hg_owned_fd seg;           /* our memfd, kept for `heapgen mark PID`   */
+    pid_t      pid;            /* the process this segment belongs to      */
     uint32_t   epoch;          /* bumped per segment and per dlclose: caches
                                   keyed on (value, epoch) forget old entries */
     uint32_t   segment_gen;    /* bumped per segment: per-thread "announced" */
@@ -44,15 +53,46 @@ extern volatile int g_hg_phase;
  * Calls made then pass straight to glibc, untracked. */
 extern HG_TLS int hg_guard;
 
+/* Non-zero in the process that owns g_hg's segment. It lives in a page
+ * with MADV_WIPEONFORK, so it reads 0 in a child made by a raw clone()
+ * (no fork handlers ran) until hg_new_process() has given the child a
+ * segment of its own: a child never writes into its parent's ring. */
+extern volatile uint32_t *g_hg_armed;
+int hg_new_process(void);
+
+/* The hot-path check: one load of a read-mostly word. */
+static inline int hg_same_process(void)
+{
+    return HG_LIKELY(*g_hg_armed != 0) || hg_new_process();
+}
+
 static inline int hg_tracking(void)
 {
-    return HG_LIKELY(g_hg_phase == 2) && hg_guard == 0 && !g_hg.hdr->detached;
+    return HG_LIKELY(g_hg_phase == 2) && hg_guard == 0 && hg_same_process() && !g_hg.hdr->detached;
 }
 
 /* state.c */
 void hg_init_slow(void);
-int  hg_collector_alive(void);
 void hg_detach(void);
+
+/* transport.c */
+int   hg_transport_configure(void);
+pid_t hg_transport_collector_pid(void);
+int   hg_connect(hg_owned_fd *out);
+int   hg_send_hello(const hg_owned_fd *conn, int memfd, const hg_hello *hello);
+int   hg_collector_alive(void);
+int   hg_fd_owned(const hg_owned_fd *o);
+int   hg_fd_adopt(hg_owned_fd *o, int fd);
+void  hg_fd_release(hg_owned_fd *o);
+
+/* environ.c: what descendants inherit (HEAPGEN_FOLLOW) */
+void hg_env_configure(void);
+int  hg_env_follow_fork(void);
+int  hg_env_follow_exec(void);
+void hg_env_scrub(void);
+
+/* wait.c: children's exit statuses (HG_K_CHILD_EXIT) */
+void hg_wait_init(void);
 
 /* ring.c */
 int  hg_emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t aux);

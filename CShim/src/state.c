@@ -2,9 +2,9 @@
  * state.c — start-up, the handshake with the collector, fork, and giving up
  * cleanly when the collector is gone.
  *
- * Each process image makes its own segment (memfd: no name anywhere, so
- * nothing to guess or hijack; mode 0600) and hands it to the collector over
- * the inherited socket. Until the collector answers, the first allocation
+ * Each process image makes its own segment (memfd: mode 0600, reachable
+ * only through our descriptors) and hands it to the collector over a
+ * connection of its own to the collector's rendezvous (transport.c). Until the collector answers, the first allocation
  * waits; a declined or unanswered hello leaves the program running
  * untraced, never blocked.
  */
@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -25,14 +26,26 @@
 #include "nextalloc.h"
 #include "unwind.h"
 
-hg_shim g_hg;
+hg_shim g_hg = { .conn = { .fd = -1 }, .seg = { .fd = -1 } };
 volatile int g_hg_phase;
 HG_TLS int hg_guard;
+
+/* Until the wipe-on-fork page exists, and where the kernel has none: a
+ * word that is never 0 (no raw-clone detection then). */
+static uint32_t armed_fallback = 1;
+volatile uint32_t *g_hg_armed = &armed_fallback;
 
 /* Settings read once from the environment. */
 static uint64_t cfg_ring_slots = HG_DEFAULT_RING_SLOTS;
 static uint64_t cfg_arena_bytes = (uint64_t)HG_DEFAULT_ARENA_MB << 20;
+static uint64_t cfg_control_bytes = HG_CONTROL_SIZE;
 static uint32_t cfg_max_frames = HG_DEFAULT_FRAMES;
+static int cfg_leak_scan;
+
+/* The connection a forking thread made for its child (fork_prepare): the
+ * child says hello on it, so the collector knows a hello is coming before
+ * fork() even returns in the parent. Per thread: threads may fork at once. */
+static HG_TLS hg_owned_fd fork_conn = { .fd = -1 };
 
 static long env_long(const char *name, long fallback)
 {
@@ -44,44 +57,48 @@ static long env_long(const char *name, long fallback)
     return *end == '\0' ? v : fallback;
 }
 
-int hg_collector_alive(void)
-{
-    /* The collector's socket end closes when it exits, even while it is an
-     * unreaped zombie (which kill(pid, 0) still finds). */
-    struct pollfd p = { g_hg.sock_fd, POLLRDHUP, 0 };
-    if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
-        return 0;
-    if (g_hg.collector_pid <= 0)
-        return 1;
-    return kill(g_hg.collector_pid, 0) == 0 || errno != ESRCH;
-}
-
 void hg_detach(void)
 {
     if (g_hg.hdr)
         __atomic_store_n(&g_hg.hdr->detached, 1, __ATOMIC_RELEASE);
 }
 
-static int send_hello(int sock, int memfd, const hg_hello *hello)
+/* A private page that reads 0 in a child made without fork handlers. */
+static void arm_clone_detection(void)
 {
-    struct iovec iov = { (void *)hello, sizeof *hello };
-    union { struct cmsghdr align; char buf[CMSG_SPACE(sizeof(int))]; } u;
-    memset(&u, 0, sizeof u);
-    struct msghdr msg = { 0 };
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = u.buf;
-    msg.msg_controllen = sizeof u.buf;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &memfd, sizeof(int));
-    ssize_t r;
-    do {
-        r = sendmsg(sock, &msg, MSG_NOSIGNAL);
-    } while (r < 0 && errno == EINTR);
-    return r == (ssize_t)sizeof *hello;
+    void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return;
+    if (madvise(p, 4096, MADV_WIPEONFORK) != 0) {
+        munmap(p, 4096);
+        return;
+    }
+    *(volatile uint32_t *)p = 1;
+    g_hg_armed = p;
+}
+
+/* Under RLIMIT_AS the segment must not eat the program's address space:
+ * the whole segment is held to 1/HG_AS_FRACTION of the limit (ring first
+ * down to a quarter of that, control area to its minimum, the arena gets
+ * the rest). Default sizes (about 265 MiB) apply from a 4.2 GiB limit up. */
+#define HG_AS_FRACTION 16
+static void fit_address_space_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return;
+    const uint64_t page = 4096, mib = 1u << 20;
+    uint64_t budget = (uint64_t)rl.rlim_cur / HG_AS_FRACTION;
+    uint64_t total = page + cfg_ring_slots * sizeof(hg_slot) + cfg_control_bytes + cfg_arena_bytes;
+    if (total <= budget)
+        return;
+    while (cfg_ring_slots > 1024 && cfg_ring_slots * sizeof(hg_slot) > budget / 4)
+        cfg_ring_slots >>= 1;
+    cfg_control_bytes = HG_CONTROL_MIN_SIZE;
+    uint64_t rest = page + cfg_ring_slots * sizeof(hg_slot) + cfg_control_bytes;
+    uint64_t arena = budget > rest + mib ? (budget - rest) & ~(page - 1) : mib;
+    if (arena < cfg_arena_bytes)
+        cfg_arena_bytes = arena;
 }
 
 /* Waits for the collector's verdict. 1 accepted, 0 declined or no answer. */
@@ -106,29 +123,32 @@ static int await_verdict(hg_header *h)
 static uint64_t g_fork_counter;
 static HG_TLS uint64_t hg_fork_id;
 
-/* Creates, announces and (if accepted) installs a new segment. */
-static int open_segment(uint32_t origin)
+/* Creates, announces over `conn` (ours from now on) and, if accepted,
+ * installs a new segment. */
+static int open_segment(uint32_t origin, hg_owned_fd *conn)
 {
     const uint64_t page = 4096;
     const uint64_t ring_off = (sizeof(hg_header) + page - 1) & ~(page - 1);
     const uint64_t ring_bytes = cfg_ring_slots * sizeof(hg_slot);
     const uint64_t control_off = ring_off + ((ring_bytes + page - 1) & ~(page - 1));
-    const uint64_t arena_off = control_off + HG_CONTROL_SIZE;
+    const uint64_t arena_off = control_off + cfg_control_bytes;
     const uint64_t size = arena_off + cfg_arena_bytes;
 
+    g_hg.conn = *conn;
+    conn->fd = -1;
     /* MFD_CLOEXEC | MFD_ALLOW_SEALING: the collector seals the size so we
      * cannot pull pages out from under its mapping. */
     int fd = (int)syscall(SYS_memfd_create, "heapgen", 1u | 2u);
     if (fd < 0)
-        return 0;
+        goto fail;
     if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0) {
         close(fd);
-        return 0;
+        goto fail;
     }
     void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
         close(fd);
-        return 0;
+        goto fail;
     }
     hg_header *h = base;
     h->magic = HG_PROTOCOL_MAGIC;
@@ -144,29 +164,28 @@ static int open_segment(uint32_t origin)
     h->origin = origin;
     h->max_frames = cfg_max_frames;
     h->control_offset = control_off;
-    h->control_size = HG_CONTROL_SIZE;
+    h->control_size = cfg_control_bytes;
     h->arena_used = 8;          /* ref 0 means "none" */
     hg_next_describe(h);        /* which allocator we wrap (nextalloc.c) */
     h->parent_fork_id = origin == HG_ORIGIN_FORK ? hg_fork_id : 0;
 
     hg_hello hello = { HG_PROTOCOL_MAGIC, HG_PROTOCOL_VERSION, origin, h->pid, h->ppid, size };
-    int ok = send_hello(g_hg.sock_fd, fd, &hello) && await_verdict(h);
+    int ok = hg_send_hello(&g_hg.conn, fd, &hello) && await_verdict(h);
     if (!ok) {
         close(fd);
         munmap(base, size);
-        return 0;
+        goto fail;
     }
     /* Keep one descriptor, out of the program's way (>= 500, close-on-exec),
      * so `heapgen mark PID` can find the segment through /proc/PID/fd; only
      * the same user (ptrace access) can open it. */
-    int keep = fcntl(fd, F_DUPFD_CLOEXEC, 500);
-    close(fd);
-    g_hg.seg_fd = keep;
+    if (!hg_fd_adopt(&g_hg.seg, fd))
+        g_hg.seg.fd = -1;
     g_hg.hdr = h;
     g_hg.ring = (hg_slot *)((uint8_t *)base + ring_off);
     g_hg.arena = (uint8_t *)base + arena_off;
     g_hg.control = (uint8_t *)base + control_off;
-    g_hg.control_size = HG_CONTROL_SIZE;
+    g_hg.control_size = cfg_control_bytes;
     g_hg.ring_mask = cfg_ring_slots - 1;
     g_hg.ring_shift = (uint32_t)__builtin_ctzll(cfg_ring_slots);
     g_hg.arena_size = cfg_arena_bytes;
@@ -175,47 +194,101 @@ static int open_segment(uint32_t origin)
     hg_unwind_set_fallback_sink(&h->unwind_fallbacks);
     __atomic_add_fetch(&g_hg.epoch, 1, __ATOMIC_RELEASE);
     return 1;
+fail:
+    hg_fd_release(&g_hg.conn);
+    return 0;
 }
 
 static void fork_prepare(void)
 {
     hg_fork_id = 0;
-    if (g_hg_phase == 2 && hg_guard == 0 && !g_hg.hdr->detached) {
+    if (g_hg_phase == 2 && hg_env_follow_fork() && hg_guard == 0 && !g_hg.hdr->detached) {
+        /* The live heap the child inherits is the parent's at this record. */
         if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
             hg_thread_announce();
         hg_fork_id = __atomic_add_fetch(&g_fork_counter, 1, __ATOMIC_RELAXED);
         hg_emit(HG_K_FORK, hg_fork_id, 0, 0, 0);
+        /* Connect for the child now: see fork_conn. */
+        hg_guard++;
+        if (!hg_connect(&fork_conn))
+            fork_conn.fd = -1;
+        hg_guard--;
     }
     hg_modules_fork_prepare();
 }
-static void fork_parent(void)  { hg_modules_fork_parent(); }
 
-/* The child must not write into the parent's ring: the parent's events and
- * the child's would mix, at the same addresses. It gets a segment (and so a
- * trace) of its own, or runs untraced if the collector declines. */
-static void fork_child(void)
+static void fork_parent(void)
 {
+    hg_fork_id = 0;              /* a later raw clone() child inherits no snapshot */
+    hg_modules_fork_parent();
+    hg_fd_release(&fork_conn);   /* the child has its own copy */
+}
+
+/* This process is a child of the one that made g_hg's segment: forget the
+ * parent's segment (never write into it: the events would mix, at the
+ * same addresses) and get one of our own, or run untraced if the
+ * collector declines or descendants are not followed. `conn` is a
+ * connection made for us, or none. */
+static void become_child(hg_owned_fd *conn)
+{
+    hg_guard++;
     hg_modules_fork_child();
     hg_control_fork_child();
-    if (g_hg_phase != 2)
-        return;
-    hg_guard++;
     hg_header *old = g_hg.hdr;
     g_hg_phase = 1;
     hg_unwind_set_fallback_sink(NULL);
     munmap(old, old->segment_size);
-    if (g_hg.seg_fd >= 0)
-        close(g_hg.seg_fd);     /* the parent's segment is not ours */
-    g_hg.seg_fd = -1;
+    /* The parent's descriptors (the child's copies): only if still ours. */
+    hg_fd_release(&g_hg.seg);
+    hg_fd_release(&g_hg.conn);
     g_hg.hdr = NULL;
-    if (open_segment(HG_ORIGIN_FORK)) {
-        hg_modules_reset();
-        hg_modules_scan();
-        g_hg_phase = 2;
+    g_hg.pid = getpid();
+    *g_hg_armed = 1;
+    int phase = 3;
+    if (hg_env_follow_fork()) {
+        hg_owned_fd c = *conn;
+        conn->fd = -1;
+        if (!hg_fd_owned(&c))
+            c.fd = -1;
+        if ((c.fd >= 0 || hg_connect(&c)) && open_segment(HG_ORIGIN_FORK, &c)) {
+            hg_modules_reset();
+            hg_modules_scan();
+            phase = 2;
+        }
     } else {
-        g_hg_phase = 3;
+        hg_fd_release(conn);
+        hg_env_scrub();
     }
+    __atomic_store_n(&g_hg_phase, phase, __ATOMIC_RELEASE);
     hg_guard--;
+}
+
+static void fork_child(void)
+{
+    if (g_hg_phase != 2 || g_hg.pid == getpid()) {
+        /* Untraced, or hg_new_process already ran (a handler registered
+         * before ours allocated). */
+        hg_modules_fork_child();
+        hg_control_fork_child();
+        hg_fd_release(&fork_conn);
+        return;
+    }
+    become_child(&fork_conn);
+}
+
+/* The wipe-on-fork word read 0: a raw clone() child (or a fork child
+ * before our handler ran). Returns whether this process now tracks. */
+int hg_new_process(void)
+{
+    if (g_hg_phase != 2 || hg_guard != 0)
+        return 0;
+    if (getpid() == g_hg.pid) {
+        *g_hg_armed = 1;
+        return 1;
+    }
+    hg_owned_fd none = { .fd = -1 };
+    become_child(&none);
+    return g_hg_phase == 2;
 }
 
 void hg_init_slow(void)
@@ -226,11 +299,9 @@ void hg_init_slow(void)
         return;         /* another thread is at it, or it is done */
     hg_guard++;
     int phase = 3;
-    long sock = env_long(HG_ENV_SOCK, -1);
-    struct stat sb;
-    if (sock >= 0 && sock <= INT32_MAX && fstat((int)sock, &sb) == 0 && S_ISSOCK(sb.st_mode)) {
-        g_hg.sock_fd = (int)sock;
-        g_hg.collector_pid = (pid_t)env_long(HG_ENV_COLLECTOR, 0);
+    if (hg_transport_configure()) {
+        hg_env_configure();
+        hg_wait_init();
         long slots = env_long(HG_ENV_RING_SLOTS, HG_DEFAULT_RING_SLOTS);
         if (slots >= 1024 && slots <= (1l << 26) && (slots & (slots - 1)) == 0)
             cfg_ring_slots = (uint64_t)slots;
@@ -240,11 +311,21 @@ void hg_init_slow(void)
         long frames = env_long(HG_ENV_MAX_FRAMES, HG_DEFAULT_FRAMES);
         if (frames >= 1 && frames <= HG_MAX_FRAMES)
             cfg_max_frames = (uint32_t)frames;
+        const char *scan = getenv(HG_ENV_LEAK_SCAN);
+        cfg_leak_scan = scan != NULL && strcmp(scan, "1") == 0;
+        fit_address_space_limit();
         const char *mode = getenv(HG_ENV_UNWIND);
         hg_unwind_init();
         if (mode && strcmp(mode, "libunwind") == 0)
             hg_unwind_set_mode(HG_UNWIND_LIBUNWIND);
-        if (open_segment(HG_ORIGIN_INIT)) {
+        /* Not following exec: from here on the program's environment is
+         * the one it would have had without heapgen. */
+        if (!hg_env_follow_exec())
+            hg_env_scrub();
+        g_hg.pid = getpid();
+        arm_clone_detection();
+        hg_owned_fd conn;
+        if (hg_connect(&conn) && open_segment(HG_ORIGIN_INIT, &conn)) {
             pthread_atfork(fork_prepare, fork_parent, fork_child);
             hg_modules_scan();
             phase = 2;
@@ -278,7 +359,6 @@ __attribute__((constructor(101))) static void hg_constructor(void)
         hg_init_slow();
     /* Registered before the program's constructors run: among the atexit
      * handlers, this one runs last. */
-    const char *scan = getenv(HG_ENV_LEAK_SCAN);
-    if (g_hg_phase == 2 && scan != NULL && strcmp(scan, "1") == 0)
+    if (g_hg_phase == 2 && cfg_leak_scan)
         __cxa_atexit(hg_leak_scan_at_exit, NULL, NULL);
 }

@@ -1,38 +1,148 @@
-/* The socketpair and the hello message (heapgen_protocol.h, "hg_hello"). */
+/* The collector's rendezvous socket and the hello message (heapgen_protocol.h, "Transport", "hg_hello"). */
 #include "CHeapGenSupport.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
-int hg_make_socketpair(int *collector_fd, int *shim_fd, int min_fd) {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return -errno;
-    int one = 1;
-    /* Lets the kernel tell us each sender's pid with every message. */
-    (void)setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
-    /* F_DUPFD (not _CLOEXEC): the program inherits this one. */
-    int high = fcntl(sv[1], F_DUPFD, min_fd);
-    if (high < 0 && errno == EINVAL) {
-        /* min_fd is at or above RLIMIT_NOFILE: take a high one below it. */
-        struct rlimit rl;
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 16)
-            high = fcntl(sv[1], F_DUPFD, (int)(rl.rlim_cur > 64 ? rl.rlim_cur - 32 : rl.rlim_cur / 2));
+/* A directory of ours, mode 0700, to hold the socket? */
+static int usable_dir(const char *dir) {
+    struct stat st;
+    return dir && dir[0] == '/' && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && access(dir, W_OK | X_OK) == 0;
+}
+
+/* Removes the directories of collectors that were killed (SIGKILL leaves
+ * no chance to clean up) in `base`: ours, named heapgen-XXXXXX, whose
+ * socket nobody listens on any more (refused). A live collector's socket
+ * accepts, or says EAGAIN: left alone. */
+static void remove_stale(const char *base) {
+    DIR *d = opendir(base);
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strncmp(de->d_name, "heapgen-", 8) != 0 || strlen(de->d_name) != 14) continue;
+        char dir[160], sock[176];
+        snprintf(dir, sizeof dir, "%s/%s", base, de->d_name);
+        snprintf(sock, sizeof sock, "%s/s", dir);
+        struct stat st;
+        if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0777) != 0700)
+            continue;
+        /* Bound more than a minute ago: not one between its bind and listen. */
+        if (lstat(sock, &st) != 0 || !S_ISSOCK(st.st_mode) || time(NULL) - st.st_ctime < 60 ||
+            strlen(sock) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+            continue;
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) break;
+        struct sockaddr_un addr;
+        memset(&addr, 0, sizeof addr);
+        addr.sun_family = AF_UNIX;
+        memcpy(addr.sun_path, sock, strlen(sock));
+        int r = connect(fd, (struct sockaddr *)&addr, sizeof addr);
+        int err = errno;
+        close(fd);
+        if (r != 0 && err == ECONNREFUSED && unlink(sock) == 0) (void)rmdir(dir);
     }
-    int err = errno;
-    close(sv[1]);
-    if (high < 0) {
-        close(sv[0]);
+    closedir(d);
+}
+
+int hg_rendezvous_open(hg_rendezvous *rv) {
+    memset(rv, 0, sizeof *rv);
+    rv->fd = -1;
+    const char *candidates[3] = {getenv("XDG_RUNTIME_DIR"), getenv("TMPDIR"), "/tmp"};
+    int made = 0;
+    int err = ENOENT;
+    for (int i = 0; i < 3 && !made; i++) {
+        const char *base = candidates[i];
+        if (!usable_dir(base)) continue;
+        if (i == 0) {
+            /* $XDG_RUNTIME_DIR must be ours (the spec: owned by the user, 0700). */
+            struct stat st;
+            if (stat(base, &st) != 0 || st.st_uid != geteuid()) continue;
+        }
+        /* dir + "/heapgen-XXXXXX" + "/s" must fit in sun_path. */
+        if (strlen(base) + 17 + 2 >= sizeof(((struct sockaddr_un *)0)->sun_path)) continue;
+        remove_stale(base);
+        snprintf(rv->dir, sizeof rv->dir, "%s/heapgen-XXXXXX", base);
+        if (mkdtemp(rv->dir) == NULL) {
+            err = errno;
+            continue;
+        }
+        made = 1;
+    }
+    if (!made) return -err;
+    /* mkdtemp makes it 0700 already; say so even under an odd umask. */
+    (void)chmod(rv->dir, 0700);
+    size_t dlen = strlen(rv->dir);
+    if (dlen + 3 > sizeof rv->path) { /* cannot happen: checked above */
+        rmdir(rv->dir);
+        return -ENAMETOOLONG;
+    }
+    memcpy(rv->path, rv->dir, dlen);
+    memcpy(rv->path + dlen, "/s", 3);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        err = errno;
+        rmdir(rv->dir);
         return -err;
     }
-    *collector_fd = sv[0];
-    *shim_fd = high;
+    struct sockaddr_un addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sun_family = AF_UNIX;
+    memcpy(addr.sun_path, rv->path, strlen(rv->path));
+    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(fd, 128) != 0) {
+        err = errno;
+        close(fd);
+        unlink(rv->path);
+        rmdir(rv->dir);
+        return -err;
+    }
+    rv->fd = fd;
     return 0;
+}
+
+void hg_rendezvous_close(hg_rendezvous *rv) {
+    if (rv->fd >= 0) close(rv->fd);
+    rv->fd = -1;
+    if (rv->path[0]) unlink(rv->path);
+    if (rv->dir[0]) rmdir(rv->dir);
+    rv->path[0] = rv->dir[0] = 0;
+}
+
+int hg_rendezvous_accept(int listen_fd, int *conn, int32_t *peer_pid) {
+    *conn = -1;
+    *peer_pid = 0;
+    int fd;
+    do fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED) ? 0 : -errno;
+    struct ucred cr;
+    socklen_t len = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || len != sizeof cr) {
+        close(fd);
+        return -EPERM;
+    }
+    *peer_pid = cr.pid;
+    /* Our user only; as root, anybody who could reach the 0700 directory
+     * (a program that dropped its privileges after we started it). */
+    if (cr.uid != geteuid() && geteuid() != 0) {
+        close(fd);
+        return -EPERM;
+    }
+    int one = 1;
+    /* Lets the kernel tell us the sender's pid with the hello. */
+    (void)setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
+    *conn = fd;
+    return 1;
 }
 
 static int reject(char *errbuf, size_t errlen, const char *fmt, long a) {

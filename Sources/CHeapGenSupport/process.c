@@ -192,3 +192,74 @@ int hg_zombie_status(pid_t pid, int *signaled, int *status) {
     }
     return 0;
 }
+
+/* ------------------------------------------------------------ image checks */
+
+#include <sys/sysmacros.h>
+
+int hg_maps_contain(pid_t pid, uint64_t dev, uint64_t ino) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    /* "start-end perms offset MAJ:MIN inode path": lines may straddle reads. */
+    char buf[8192];
+    size_t have = 0;
+    int lines = 0, found = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        have += (size_t)n;
+        buf[have] = 0;
+        char *line = buf, *nl;
+        while ((nl = memchr(line, '\n', (size_t)(buf + have - line))) != NULL) {
+            *nl = 0;
+            lines++;
+            unsigned maj, min;
+            unsigned long long inode;
+            if (sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &min, &inode) == 3 &&
+                inode == ino && makedev(maj, min) == dev)
+                found = 1;
+            line = nl + 1;
+        }
+        size_t rest = (size_t)(buf + have - line);
+        if (rest == sizeof buf - 1) rest = 0;   /* a line longer than the buffer: skip it */
+        memmove(buf, line, rest);
+        have = rest;
+        if (found) break;
+    }
+    close(fd);
+    if (found) return 1;
+    return lines > 0 ? 0 : -1;
+}
+
+#include <dirent.h>
+
+int hg_any_process_has_env(const char *entry) {
+    size_t want = strlen(entry) + 1; /* with its NUL: the whole entry */
+    DIR *d = opendir("/proc");
+    if (!d) return -1;
+    static char buf[1 << 18];
+    int found = 0;
+    pid_t self = getpid();
+    struct dirent *de;
+    while (!found && (de = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end != 0 || pid <= 0 || pid == self) continue;
+        ssize_t n = hg_read_proc_file((pid_t)pid, "environ", buf, sizeof buf);
+        if (n <= 0) continue;
+        /* Entries start at 0 or after a NUL. */
+        for (char *p = buf; p + want <= buf + n; p++) {
+            p = memmem(p, (size_t)(buf + n - p), entry, want);
+            if (!p) break;
+            if (p == buf || p[-1] == 0) {
+                found = 1;
+                break;
+            }
+        }
+    }
+    closedir(d);
+    return found;
+}

@@ -116,26 +116,41 @@ struct ProgramLauncher {
 
     // MARK: - Starting the program
 
-    /// The environment for the program: ours plus the preload settings.
-    func environment(shimFD: Int32, ringSlots: Int?, scanLeaks: Bool = false) -> [String] {
+    /// The variables the collector adds (heapgen_protocol.h, "Environment"):
+    /// taken out of heapgen's own environment first (a nested heapgen), and
+    /// by the shim from an untraced descendant's.
+    static let collectorVariables: Set<String> = ["HEAPGEN_SOCK", "HEAPGEN_COLLECTOR", "HEAPGEN_FOLLOW",
+                                                  "HEAPGEN_PRELOAD", "HEAPGEN_RING_SLOTS", "HEAPGEN_LEAK_SCAN"]
+
+    /// The environment for the program: ours, with the shim put first in
+    /// `LD_PRELOAD` (in its place, if the user has one), then the collector's
+    /// variables. The user's own `LD_PRELOAD` entry rides along as
+    /// `HEAPGEN_PRELOAD`, so the shim can give an untraced descendant exactly
+    /// the environment it would have had without heapgen.
+    func environment(socketPath: String, options: RecordOptions) -> [String] {
         var env: [String] = []
-        var preload: String?
-        let ours: Set<String> = ["LD_PRELOAD", "HEAPGEN_SOCK", "HEAPGEN_COLLECTOR", "HEAPGEN_RING_SLOTS", "HEAPGEN_LEAK_SCAN"]
+        var userPreload: String?
         for entry in currentEnvironment() {
-            let name = entry.prefix { $0 != "=" }
-            if name == "LD_PRELOAD" { preload = String(entry.dropFirst(name.count + 1)) }
-            if ours.contains(String(name)) { continue }
+            let name = String(entry.prefix { $0 != "=" })
+            if Self.collectorVariables.contains(name) { continue }
+            if name == "LD_PRELOAD" && userPreload == nil {
+                let value = String(entry.dropFirst(name.count + 1))
+                userPreload = value
+                env.append(value.isEmpty ? "LD_PRELOAD=\(shimPath)" : "LD_PRELOAD=\(shimPath):\(value)")
+                continue
+            }
             env.append(entry)
         }
-        if let preload, !preload.isEmpty {
-            env.append("LD_PRELOAD=\(shimPath):\(preload)")
-        } else {
-            env.append("LD_PRELOAD=\(shimPath)")
-        }
-        env.append("HEAPGEN_SOCK=\(shimFD)")
+        if userPreload == nil { env.append("LD_PRELOAD=\(shimPath)") }
+        env.append("HEAPGEN_SOCK=\(socketPath)")
         env.append("HEAPGEN_COLLECTOR=\(getpid())")
-        if let ringSlots { env.append("HEAPGEN_RING_SLOTS=\(ringSlots)") }
-        if scanLeaks { env.append("HEAPGEN_LEAK_SCAN=1") }
+        if !options.followFork || !options.followExec {
+            let follow = [options.followFork ? "fork" : nil, options.followExec ? "exec" : nil].compactMap { $0 }
+            env.append("HEAPGEN_FOLLOW=" + follow.joined(separator: ","))
+        }
+        if let userPreload { env.append("HEAPGEN_PRELOAD=LD_PRELOAD=\(userPreload)") }
+        if let ringSlots = options.ringSlots { env.append("HEAPGEN_RING_SLOTS=\(ringSlots)") }
+        if options.scanLeaks { env.append("HEAPGEN_LEAK_SCAN=1") }
         return env
     }
 

@@ -6,9 +6,13 @@ public struct RecordOptions: Sendable {
     public var arguments: [String]
     /// The root trace file; nil: `heapgen-<program>-<pid>.trace` in the current directory.
     public var output: String?
-    /// Trace children created with `fork` (default on).
+    /// Trace children created with `fork` (default on). Off: a forked child
+    /// runs without the shim's tracking and with the environment it would have
+    /// had without heapgen (so whatever it execs is untraced too).
     public var followFork: Bool
     /// Trace programs started with `exec` by traced processes (default on).
+    /// Off: the program's environment is, from its start, the one it would
+    /// have had without heapgen, so nothing it execs loads the shim.
     public var followExec: Bool
     /// Ring size in slots (a power of two) passed to the shim; nil: the shim's default.
     public var ringSlots: Int?

@@ -49,26 +49,22 @@ public final class Recorder {
         let launcher = try ProgramLauncher(options: options)
         try TracePaths.checkWritable(options.output ?? TracePaths.defaultOutput(program: options.program, pid: 0))
 
-        var collectorFD: Int32 = -1
-        var shimFD: Int32 = -1
-        let rc = hg_make_socketpair(&collectorFD, &shimFD, 500)
+        var rendezvous = hg_rendezvous()
+        let rc = hg_rendezvous_open(&rendezvous)
         guard rc == 0 else {
             throw RecordError("cannot create the collector socket: \(errorString(-rc))", exitCode: ExitCodes.heapgenFailed)
+        }
+        // Removed however the recording ends.
+        defer { hg_rendezvous_close(&rendezvous) }
+        let socketPath = withUnsafeBytes(of: rendezvous.path) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
         }
 
         let keepIgnored = hg_initial_ignored_signals()
         hg_install_collector_signals()
-        let env = launcher.environment(shimFD: shimFD, ringSlots: options.ringSlots, scanLeaks: options.scanLeaks)
-        let pid: pid_t
-        do {
-            pid = try launcher.spawn(arguments: options.arguments, argv0: options.program, environment: env,
+        let env = launcher.environment(socketPath: socketPath, options: options)
+        let pid = try launcher.spawn(arguments: options.arguments, argv0: options.program, environment: env,
                                      keepIgnored: keepIgnored)
-        } catch {
-            close(shimFD)
-            close(collectorFD)
-            throw error
-        }
-        close(shimFD)
         hg_set_forward_target(pid)
         // Short idle sleeps should be short (the program inherited the default slack already).
         hg_set_timer_slack(10_000)
@@ -88,12 +84,12 @@ public final class Recorder {
             var signaled: Int32 = 0
             var code: Int32 = 0
             _ = hg_reap(pid, 1, &signaled, &code)
-            close(collectorFD)
             throw RecordError("cannot watch the program (pidfd_open: \(errorString(-pidfd)))", exitCode: ExitCodes.heapgenFailed)
         }
 
-        let loop = RecordingLoop(socket: collectorFD, rootPid: pid, rootPidfd: pidfd, paths: TracePaths(output: output),
+        let loop = RecordingLoop(listener: rendezvous.fd, rootPid: pid, rootPidfd: pidfd, paths: TracePaths(output: output),
                                  options: options, rootExecutable: launcher.executablePath)
+        loop.socketEntry = "HEAPGEN_SOCK=" + socketPath
         loop.run()
         hg_set_forward_target(0)
 

@@ -27,10 +27,11 @@ struct FinishedTrace {
     var droppedCounters = false
 }
 
-/// The collector proper, on one thread: accepts hellos, drains every live
-/// ring round-robin, notices processes that are gone (pidfds) and finishes
-/// their traces. Idle waits are `ppoll` on the socket and the pidfds with a
-/// short timeout (20 µs doubling to 1 ms) for the rings.
+/// The collector proper, on one thread: accepts connections and their
+/// hellos, drains every live ring round-robin, notices processes that are
+/// gone (pidfds) and finishes their traces. Idle waits are `ppoll` on the
+/// listening socket, the connections still owing a hello and the pidfds,
+/// with a short timeout (20 µs doubling to 1 ms) for the rings.
 final class RecordingLoop {
     /// One pid the collector has heard from (or the root, from the start).
     final class PidEntry {
@@ -40,6 +41,15 @@ final class RecordingLoop {
         var images = 0
         /// The accepted segment of its current image, if traced.
         var segment: Segment?
+        /// The connection its current image said hello on: kept open while
+        /// the image is traced (the shim watches it for our exit).
+        var connection: Int32 = -1
+        /// The memfd of its current segment (st_dev, st_ino): still mapped
+        /// after its connection closed means the program closed it; not
+        /// mapped means the image exec'd.
+        var segmentFile: (dev: UInt64, ino: UInt64) = (0, 0)
+        /// Its command name when its current image said hello (/proc/PID/comm).
+        var comm = ""
 
         init(pid: Int32, pidfd: Int32) {
             self.pid = pid
@@ -47,7 +57,8 @@ final class RecordingLoop {
         }
     }
 
-    let socket: Int32
+    /// The listening socket (heapgen_protocol.h, "Transport").
+    let listener: Int32
     let rootPid: Int32
     let paths: TracePaths
     let options: RecordOptions
@@ -55,9 +66,16 @@ final class RecordingLoop {
     let collectorPid: Int32 = getpid()
 
     /// After the root exited and no traced process is left, how long to wait
-    /// for late hellos (a child forked just before the root exited) unless
-    /// every shim socket is closed.
+    /// for late connections (a program a leftover vfork child exec'd) while
+    /// a process started with our socket's path is still around. A forked
+    /// child's connection is made before fork() returns in its parent, so
+    /// it is never late.
     static let graceNanoseconds: UInt64 = 100_000_000
+    /// How long a process whose end we saw, but not its status, waits for
+    /// its parent's HG_K_CHILD_EXIT record (the parent reaped it at once)
+    /// while that parent is traced and alive: it sends the record right
+    /// after its wait call returned, unless it is descheduled.
+    static let statusWaitNanoseconds: UInt64 = 2_000_000_000
     /// After catching up with a producer, wait this long before looking
     /// again: reading slots right behind a producer that is still writing
     /// their cache lines makes both cores bounce the lines (measured: the
@@ -78,7 +96,15 @@ final class RecordingLoop {
     private(set) var drainNanoseconds: UInt64 = 0
     private var usedPaths: Set<String> = []
     private var rootImageSeen = false
-    private var socketOpen = true
+    /// Accepted connections that have not said hello yet (fd -> when accepted).
+    private var pending: [Int32: UInt64] = [:]
+    /// Statuses reported by parents that reaped a child (HG_K_CHILD_EXIT), by pid.
+    private var reportedStatus: [Int32: ExitStatus] = [:]
+    /// Processes gone whose status is not known yet: wait a little for the parent's report.
+    private var awaitingStatus: [(entry: PidEntry, deadline: UInt64)] = []
+    /// `HEAPGEN_SOCK=<path>` as the program got it, to look for late starters.
+    var socketEntry: String?
+    private var lateStarterCheck: UInt64 = 0
     private var rootExitTime: UInt64 = 0
     private var lastHelloTime: UInt64 = 0
     private var signalsAtRootExit: UInt32 = 0
@@ -96,17 +122,21 @@ final class RecordingLoop {
     static let secondSignalNanoseconds: UInt64 = 1_000_000_000
     private let drainer = SegmentDrainer()
     private var pollSet: [pollfd] = []
-    private var pollOwners: [Int32] = [] // pid per pollSet entry; -1 for the socket
+    private enum PollOwner { case listener, connection(Int32), process(Int32), traced(Int32) }
+    private var pollOwners: [PollOwner] = []
     private var pollDirty = true
 
-    init(socket: Int32, rootPid: Int32, rootPidfd: Int32, paths: TracePaths, options: RecordOptions, rootExecutable: String) {
-        self.socket = socket
+    init(listener: Int32, rootPid: Int32, rootPidfd: Int32, paths: TracePaths, options: RecordOptions, rootExecutable: String) {
+        self.listener = listener
         self.rootPid = rootPid
         self.paths = paths
         self.options = options
         self.rootExecutable = rootExecutable
         let root = PidEntry(pid: rootPid, pidfd: rootPidfd)
         pids[rootPid] = root
+        drainer.childExited = { [unowned self] pid, raw in
+            self.reportedStatus[pid] = ExitStatus.fromWaitStatus(raw)
+        }
     }
 
     // MARK: - Collector marks
@@ -152,6 +182,8 @@ final class RecordingLoop {
             let timeout: Int // nanoseconds, -1 forever
             if busy {
                 timeout = 0
+            } else if !awaitingStatus.isEmpty {
+                timeout = live.isEmpty ? 1_000_000 : min(backoff, 1_000_000)
             } else if rootStatus != nil && live.isEmpty {
                 let since = max(rootExitTime, lastHelloTime)
                 let now = monotonicNanoseconds()
@@ -163,17 +195,26 @@ final class RecordingLoop {
             }
             waitForEvents(timeoutNanoseconds: firstSignalTime == 0 ? timeout : min(timeout < 0 ? Int.max : timeout, 100_000_000))
 
-            // 2. Hellos first, so that a child's hello queued before its parent exited is not missed.
-            if socketOpen, let idx = pollOwners.firstIndex(of: -1), pollSet[idx].revents != 0 {
-                acceptQueued()
+            // 2. Connections and hellos first, so that a child's hello queued before its parent exited is not missed.
+            var gone: [PidEntry] = []
+            for (i, owner) in pollOwners.enumerated() where pollSet[i].revents != 0 {
+                switch owner {
+                case .listener: acceptConnections()
+                case .connection(let fd): if pending[fd] != nil { readHello(fd) }
+                case .process(let pid):
+                    if let entry = pids[pid], entry.pidfd == pollSet[i].fd { gone.append(entry) }
+                case .traced(let pid):
+                    if let entry = pids[pid], entry.connection == pollSet[i].fd { connectionClosed(entry) }
+                }
             }
             // 3. Processes that are gone: final drain, finish their traces.
-            for (i, owner) in pollOwners.enumerated() where owner >= 0 && pollSet[i].revents != 0 {
+            for entry in gone {
                 // The entry may have been replaced while accepting (a reused pid): check again.
-                if let entry = pids[owner], entry.pidfd == pollSet[i].fd, hg_pidfd_exited(entry.pidfd) == 1 {
+                if pids[entry.pid] === entry, hg_pidfd_exited(entry.pidfd) == 1 {
                     processGone(entry)
                 }
             }
+            finishAwaited(force: false)
             // 4. Drain every live ring once.
             var drained = 0
             let t0 = monotonicNanoseconds()
@@ -220,15 +261,23 @@ final class RecordingLoop {
                     stopAll()
                     break
                 }
-                if live.isEmpty {
+                if live.isEmpty && awaitingStatus.isEmpty && pending.isEmpty {
                     let since = max(rootExitTime, lastHelloTime)
-                    if !socketOpen || monotonicNanoseconds() >= since + Self.graceNanoseconds { break }
+                    if monotonicNanoseconds() >= since + Self.graceNanoseconds { break }
+                    // No process left that was started with our socket's path: nobody can come.
+                    if since != lateStarterCheck {
+                        lateStarterCheck = since
+                        if let entry = socketEntry, hg_any_process_has_env(entry) == 0 { break }
+                    }
                 }
             }
         }
+        finishAwaited(force: true)
         declineQueued()
-        close(socket)
-        for (_, entry) in pids { close(entry.pidfd) }
+        for (_, entry) in pids {
+            close(entry.pidfd)
+            if entry.connection >= 0 { close(entry.connection) }
+        }
         pids.removeAll()
     }
 
@@ -250,13 +299,19 @@ final class RecordingLoop {
         if pollDirty {
             pollSet.removeAll(keepingCapacity: true)
             pollOwners.removeAll(keepingCapacity: true)
-            if socketOpen {
-                pollSet.append(pollfd(fd: socket, events: Int16(POLLIN), revents: 0))
-                pollOwners.append(-1)
+            pollSet.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
+            pollOwners.append(.listener)
+            for (fd, _) in pending {
+                pollSet.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0))
+                pollOwners.append(.connection(fd))
             }
             for (pid, entry) in pids {
                 pollSet.append(pollfd(fd: entry.pidfd, events: Int16(POLLIN), revents: 0))
-                pollOwners.append(pid)
+                pollOwners.append(.process(pid))
+                if entry.connection >= 0 && entry.segment != nil {
+                    pollSet.append(pollfd(fd: entry.connection, events: 0x2000 /* POLLRDHUP */, revents: 0))
+                    pollOwners.append(.traced(pid))
+                }
             }
             pollDirty = false
         }
@@ -271,42 +326,104 @@ final class RecordingLoop {
 
     // MARK: - Hellos
 
-    private func acceptQueued() {
+    /// Accepts every queued connection and reads the hellos already there.
+    private func acceptConnections() {
+        while true {
+            var fd: Int32 = -1
+            var peer: Int32 = 0
+            let rc = hg_rendezvous_accept(listener, &fd, &peer)
+            if rc == 0 { return }
+            if rc == -EPERM {
+                warn("refused a connection from process \(peer): it runs as another user")
+                continue
+            }
+            if rc < 0 {
+                if rc != -EMFILE && rc != -ENFILE { printDiagnostic("warning: accept: \(errorString(-rc))") }
+                return
+            }
+            pending[fd] = monotonicNanoseconds()
+            pollDirty = true
+            readHello(fd)
+        }
+    }
+
+    /// Reads the hello on a pending connection, if it came.
+    private func readHello(_ conn: Int32) {
         var hello = hg_hello()
         var fd: Int32 = -1
         var sender: Int32 = 0
         var err = [CChar](repeating: 0, count: 256)
-        while true {
-            let rc = hg_recv_hello(socket, 0, &hello, &fd, &sender, &err, err.count)
-            switch Int(rc) {
-            case Int(HG_RECV_OK.rawValue):
-                helloCount += 1
-                lastHelloTime = monotonicNanoseconds()
-                accept(hello: hello, fd: fd)
-            case Int(HG_RECV_MALFORMED.rawValue):
-                warn("ignored a malformed message from a traced process: \(cString(err))")
-            case Int(HG_RECV_EOF.rawValue):
-                socketOpen = false
-                pollDirty = true
-                return
-            case Int(HG_RECV_ERROR.rawValue):
-                printDiagnostic("warning: \(cString(err))")
-                socketOpen = false
-                pollDirty = true
-                return
-            default:
-                return
-            }
+        let rc = hg_recv_hello(conn, 0, &hello, &fd, &sender, &err, err.count)
+        switch Int(rc) {
+        case Int(HG_RECV_OK.rawValue):
+            pending[conn] = nil
+            pollDirty = true
+            helloCount += 1
+            lastHelloTime = monotonicNanoseconds()
+            accept(hello: hello, fd: fd, connection: conn)
+        case Int(HG_RECV_AGAIN.rawValue):
+            return
+        case Int(HG_RECV_MALFORMED.rawValue):
+            warn("ignored a malformed message from a traced process: \(cString(err))")
+            dropPending(conn)
+        case Int(HG_RECV_ERROR.rawValue):
+            printDiagnostic("warning: \(cString(err))")
+            dropPending(conn)
+        default:
+            // Closed without a hello: a liveness probe, or a child that went untraced.
+            dropPending(conn)
         }
     }
 
+    /// A traced image's connection closed while its process lives on: it
+    /// exec'd (close-on-exec) into an image that did not say hello (not
+    /// followed), or the program closed the descriptor (it stays traced).
+    private func connectionClosed(_ entry: PidEntry) {
+        close(entry.connection)
+        entry.connection = -1
+        pollDirty = true
+        guard let seg = entry.segment else { return }
+        let maps = hg_pidfd_exited(entry.pidfd) == 0
+            ? hg_maps_contain(entry.pid, entry.segmentFile.dev, entry.segmentFile.ino) : -1
+        let execed: Bool
+        if maps >= 0 {
+            execed = maps == 0
+        } else {
+            // Exiting or gone already (a short-lived exec'd program): its
+            // mappings are gone, but an exiting process or a zombie still has
+            // the name of its last image.
+            let now = Self.commandName(entry.pid)
+            execed = !now.isEmpty && !entry.comm.isEmpty && now != entry.comm
+        }
+        if execed {
+            finish(seg, entry: entry, status: .execed, final: true)
+        }
+    }
+
+    /// /proc/PID/comm without its newline; "" when unreadable.
+    static func commandName(_ pid: Int32) -> String {
+        var buf = [CChar](repeating: 0, count: 64)
+        let n = hg_read_proc_file(pid, "comm", &buf, buf.count - 1)
+        guard n > 0 else { return "" }
+        return cString(buf).trimmingCharacters(in: .newlines)
+    }
+
+    private func dropPending(_ conn: Int32) {
+        pending[conn] = nil
+        pollDirty = true
+        close(conn)
+    }
+
     /// Validates, maps and classifies one segment, and answers the shim.
-    private func accept(hello: hg_hello, fd: Int32) {
+    private func accept(hello: hg_hello, fd: Int32, connection: Int32) {
         var hello = hello
+        var file = stat()
+        let segmentFile = fstat(fd, &file) == 0 ? (UInt64(file.st_dev), UInt64(file.st_ino)) : (UInt64(0), UInt64(0))
         let raw = UnsafeMutablePointer<hg_segment>.allocate(capacity: 1)
         var err = [CChar](repeating: 0, count: 256)
         guard hg_segment_open(fd, &hello, raw, &err, err.count) == 0 else {
             close(fd)
+            close(connection)
             raw.deallocate()
             warn("refused the segment of process \(hello.pid): \(cString(err))")
             return
@@ -338,6 +455,7 @@ final class RecordingLoop {
             let pidfd = hg_pidfd_open(pid)
             guard pidfd >= 0 else { // gone already: nothing will be written
                 decline(raw)
+                close(connection)
                 return
             }
             entry = PidEntry(pid: pid, pidfd: pidfd)
@@ -348,10 +466,13 @@ final class RecordingLoop {
         if let old = entry.segment {
             finish(old, entry: entry, status: origin == .fork ? .unknown : .execed, final: true)
         }
+        if entry.connection >= 0 { close(entry.connection) }
+        entry.connection = -1
         var image = entry.images
         entry.images += 1
         guard traced else {
             decline(raw)
+            close(connection)
             return
         }
         // Allocations the shim cannot follow (CShim/src/nextalloc.c): one line per program image.
@@ -366,6 +487,8 @@ final class RecordingLoop {
         }
 
         let identity = ProcessIdentity.read(pid: pid)
+        // Before the answer: until then the image cannot exec.
+        entry.comm = Self.commandName(pid)
         var executable = identity.executable
         if executable.isEmpty && origin == .root { executable = rootExecutable }
         let process = ProcessRecord(pid: pid, ppid: raw.pointee.ppid, origin: origin, executable: executable,
@@ -379,6 +502,7 @@ final class RecordingLoop {
                                           end: EndRecord(reason: .unknown), badStacks: 0, undefinedTypes: 0,
                                           badRecords: 0, failure: "\(error)"))
             decline(raw)
+            close(connection)
             return
         }
         usedPaths.insert(path)
@@ -391,6 +515,9 @@ final class RecordingLoop {
         if origin == .fork { inherit(seg, forkID: raw.pointee.parent_fork_id) }
         hg_segment_answer(raw, collectorPid, UInt32(HG_STATE_ACCEPTED.rawValue))
         entry.segment = seg
+        entry.connection = connection
+        entry.segmentFile = segmentFile
+        pollDirty = true
         live.append(seg)
         acceptedCount += 1
     }
@@ -418,20 +545,30 @@ final class RecordingLoop {
     /// Answers DECLINED to hellos still queued when the recording ends, so
     /// their shims do not wait for an answer.
     private func declineQueued() {
-        guard socketOpen else { return }
+        while true {
+            var conn: Int32 = -1
+            var peer: Int32 = 0
+            let rc = hg_rendezvous_accept(listener, &conn, &peer)
+            if rc == 0 || (rc < 0 && rc != -EPERM) { break }
+            if rc == 1 { pending[conn] = monotonicNanoseconds() }
+        }
         var hello = hg_hello()
         var fd: Int32 = -1
         var sender: Int32 = 0
         var err = [CChar](repeating: 0, count: 256)
-        while hg_recv_hello(socket, 0, &hello, &fd, &sender, &err, err.count) == HG_RECV_OK.rawValue {
-            let raw = UnsafeMutablePointer<hg_segment>.allocate(capacity: 1)
-            if hg_segment_open(fd, &hello, raw, &err, err.count) == 0 {
-                decline(raw)
-            } else {
-                close(fd)
-                raw.deallocate()
+        for (conn, _) in pending {
+            if hg_recv_hello(conn, 0, &hello, &fd, &sender, &err, err.count) == HG_RECV_OK.rawValue {
+                let raw = UnsafeMutablePointer<hg_segment>.allocate(capacity: 1)
+                if hg_segment_open(fd, &hello, raw, &err, err.count) == 0 {
+                    decline(raw)
+                } else {
+                    close(fd)
+                    raw.deallocate()
+                }
             }
+            close(conn)
         }
+        pending.removeAll()
     }
 
     // MARK: - Process ends
@@ -442,19 +579,56 @@ final class RecordingLoop {
         if entry.pid == rootPid {
             status = reapRoot()
         } else {
-            // Not our child: its parent reaps it. Until then /proc shows its status.
+            // Not our child: its parent reaps it. Until then /proc shows its
+            // status; after, the parent's shim reports it (HG_K_CHILD_EXIT).
             var signaled: Int32 = 0
             var code: Int32 = 0
             if hg_pidfd_exited(entry.pidfd) == 1, hg_zombie_status(entry.pid, &signaled, &code) == 1 {
                 status = signaled != 0 ? .signaled(code) : .exited(code)
+            } else if let reported = reportedStatus.removeValue(forKey: entry.pid) {
+                status = reported
+            } else if entry.segment != nil {
+                // Reaped already: its parent's report may still be in a ring.
+                pids[entry.pid] = nil
+                pollDirty = true
+                awaitingStatus.append((entry, monotonicNanoseconds() + Self.statusWaitNanoseconds))
+                return
             }
         }
+        ended(entry, status: status)
+    }
+
+    private func ended(_ entry: PidEntry, status: ExitStatus) {
         if let seg = entry.segment {
             finish(seg, entry: entry, status: status, final: true)
         }
         close(entry.pidfd)
-        pids[entry.pid] = nil
+        if entry.connection >= 0 { close(entry.connection) }
+        entry.connection = -1
+        if pids[entry.pid] === entry { pids[entry.pid] = nil }
+        reportedStatus[entry.pid] = nil
         pollDirty = true
+    }
+
+    /// Finishes the processes waiting for their parent's report once it came
+    /// (the rings were drained since), or when their time is up or `force`.
+    private func finishAwaited(force: Bool) {
+        guard !awaitingStatus.isEmpty else { return }
+        let now = monotonicNanoseconds()
+        var still: [(entry: PidEntry, deadline: UInt64)] = []
+        for item in awaitingStatus {
+            // Only a traced parent reports (its trace's final drain is done when it is gone).
+            let parent = item.entry.segment?.ppid
+            let parentTraced = live.contains { $0.pid == parent && $0 !== item.entry.segment }
+            if let reported = reportedStatus.removeValue(forKey: item.entry.pid) {
+                ended(item.entry, status: reported)
+            } else if force || now >= item.deadline || !parentTraced {
+                ended(item.entry, status: .unknown)
+            } else {
+                still.append(item)
+            }
+        }
+        awaitingStatus = still
     }
 
     private func reapRoot() -> ExitStatus {

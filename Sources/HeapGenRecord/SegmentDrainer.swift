@@ -26,6 +26,8 @@ final class SegmentDrainer {
     let controlChannel = ControlChannel()
     /// Live heaps taken at HG_K_FORK records, for the children's traces.
     let forks = ForkSnapshots()
+    /// Told of HG_K_CHILD_EXIT records: (child pid, raw wait status).
+    var childExited: ((Int32, Int32) -> Void)?
 
     init() {}
 
@@ -220,6 +222,8 @@ final class SegmentDrainer {
         case UInt32(HG_K_THREAD_START.rawValue):
             w.threadStart(tid: s.aux)
             seg.threadsSeen &+= 1
+        case UInt32(HG_K_CHILD_EXIT.rawValue):
+            childExited?(Int32(truncatingIfNeeded: s.addr), Int32(truncatingIfNeeded: s.size_kind & sizeMask))
         default:
             // HG_K_STACK_TRUNC (reserved) and unknown kinds: skipped.
             seg.badRecords &+= 1

@@ -173,17 +173,28 @@ int hg_read_module(const hg_segment *seg, uint32_t ref, hg_module_info *info,
 
 /* --------------------------------------------------------------- fd passing */
 
-/* Creates the SOCK_SEQPACKET socketpair. *collector_fd is CLOEXEC and has
- * SO_PASSCRED set (the kernel then reports each sender's pid); *shim_fd is
- * moved to the lowest free fd >= min_fd (e.g. 500) and is NOT close-on-exec,
- * so the spawned program inherits it without taking its fd 3.
- * Returns 0 or -errno. */
-int hg_make_socketpair(int *collector_fd, int *shim_fd, int min_fd);
+/* The collector's rendezvous (heapgen_protocol.h, "Transport"): a private
+ * directory (mode 0700) holding a listening SOCK_SEQPACKET socket. */
+typedef struct hg_rendezvous {
+    int fd;            /* listening, non-blocking, close-on-exec */
+    char dir[108];
+    char path[108];    /* dir + "/s": HEAPGEN_SOCK */
+} hg_rendezvous;
+
+/* Makes the directory under $XDG_RUNTIME_DIR (if ours), else $TMPDIR, else
+ * /tmp, and listens in it. Returns 0 or -errno. */
+int hg_rendezvous_open(hg_rendezvous *rv);
+/* Closes the socket and removes the directory. */
+void hg_rendezvous_close(hg_rendezvous *rv);
+/* Accepts one queued connection: 1 with *conn (non-blocking, close-on-exec,
+ * SO_PASSCRED on) and the connecting pid, 0 if none is queued, -EPERM for a
+ * peer of another user (refused and closed), or another -errno. */
+int hg_rendezvous_accept(int listen_fd, int *conn, int32_t *peer_pid);
 
 enum hg_recv_status {
     HG_RECV_OK        = 0,  /* *hello and *fd filled                                 */
     HG_RECV_AGAIN     = 1,  /* nothing to read (timeout / EINTR)                     */
-    HG_RECV_EOF       = 2,  /* every shim end is closed                               */
+    HG_RECV_EOF       = 2,  /* the shim's end is closed                               */
     HG_RECV_MALFORMED = 3,  /* a message was read and rejected; reason in errbuf      */
     HG_RECV_ERROR     = 4,  /* recvmsg failed; errno-based reason in errbuf           */
 };
@@ -197,6 +208,15 @@ int hg_recv_hello(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *s
                   char *errbuf, size_t errlen);
 
 /* ------------------------------------------------------------------ process */
+
+/* Does process `pid` map the file (dev, ino)? 1 yes, 0 no (a new image:
+ * it exec'd), -1 cannot tell (gone, exiting: no mappings, unreadable). */
+int hg_maps_contain(pid_t pid, uint64_t dev, uint64_t ino);
+
+/* Is there a process (other than us) whose initial environment holds exactly
+ * this "NAME=value" entry? 1 yes, 0 no, -1 /proc unreadable. Only processes
+ * we may read are seen (our user's). */
+int hg_any_process_has_env(const char *entry);
 
 /* pidfd_open(2) via syscall; returns the fd (CLOEXEC) or -errno. */
 int hg_pidfd_open(pid_t pid);

@@ -1,0 +1,83 @@
+/*
+ * environ.c — what descendants inherit: with --no-follow-exec or
+ * --no-follow-fork an untraced descendant must get the environment it
+ * would have had without heapgen, and no shim.
+ *
+ * The collector adds LD_PRELOAD (in the user's LD_PRELOAD's place, if any)
+ * and HEAPGEN_* variables (heapgen_protocol.h, "Environment"). When
+ * descendants are not followed, the shim takes them out of the live
+ * environ array itself, in place, as unsetenv() would (no allocation, no
+ * lock: it runs at start-up and in a forked child's atfork handler):
+ * HEAPGEN_* of the collector's go, and LD_PRELOAD is pointed back at the
+ * user's own entry, which the collector passed as the value of
+ * HEAPGEN_PRELOAD ("HEAPGEN_PRELOAD=LD_PRELOAD=<user's value>"), or removed
+ * when the user had none.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "shim.h"
+
+extern char **environ;
+
+static int follow_fork = 1, follow_exec = 1;
+/* The LD_PRELOAD entry the collector gave us, and the user's own entry:
+ * only that exact entry is restored (a program that set its own
+ * LD_PRELOAD since keeps it). */
+static const char *our_preload;
+static const char *user_preload;
+
+static const char *const collector_names[] = {
+    HG_ENV_SOCK, HG_ENV_COLLECTOR, HG_ENV_FOLLOW, HG_ENV_PRELOAD,
+    HG_ENV_RING_SLOTS, HG_ENV_LEAK_SCAN,
+};
+
+/* "NAME=..." for this name? */
+static int entry_is(const char *entry, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
+void hg_env_configure(void)
+{
+    const char *f = getenv(HG_ENV_FOLLOW);
+    if (f != NULL) {
+        follow_fork = strstr(f, "fork") != NULL;
+        follow_exec = strstr(f, "exec") != NULL;
+    }
+    for (char **e = environ; e && *e; e++) {
+        if (entry_is(*e, "LD_PRELOAD") && our_preload == NULL)
+            our_preload = *e;
+        if (entry_is(*e, HG_ENV_PRELOAD))
+            user_preload = *e + strlen(HG_ENV_PRELOAD) + 1;
+    }
+    if (user_preload != NULL && !entry_is(user_preload, "LD_PRELOAD"))
+        user_preload = NULL;
+}
+
+int hg_env_follow_fork(void) { return follow_fork; }
+int hg_env_follow_exec(void) { return follow_exec; }
+
+void hg_env_scrub(void)
+{
+    char **out = environ;
+    if (out == NULL)
+        return;
+    const char *restore = user_preload;
+    for (char **e = environ; *e; e++) {
+        const char *entry = *e;
+        int drop = 0;
+        for (size_t i = 0; i < sizeof collector_names / sizeof collector_names[0]; i++)
+            if (entry_is(entry, collector_names[i]))
+                drop = 1;
+        if (entry == our_preload) {
+            if (restore == NULL)
+                drop = 1;
+            else
+                entry = restore;
+        }
+        if (!drop)
+            *out++ = (char *)entry;
+    }
+    *out = NULL;
+}
