@@ -759,9 +759,10 @@ static inline uintptr_t stack_hi(uintptr_t sp) {
     return top;
 }
 
-/* An 8-byte stack slot we may read directly: aligned and inside [lo, hi). */
+/* An 8-byte stack slot we may read directly: aligned and inside [lo, hi).
+ * (hi == 0, an unknown stack, admits nothing: written so it cannot wrap.) */
 static inline bool slot_ok(uintptr_t a, uintptr_t lo, uintptr_t hi) {
-    return (a & 7) == 0 && a >= lo && a <= hi - 8;
+    return (a & 7) == 0 && a >= lo && a < hi && hi - a >= 8;
 }
 
 /* Copy `len` bytes at `a` without faulting: false if any is unreadable. */
