@@ -719,26 +719,64 @@ int hg_unwind_get_mode(void) {
  *  - the main thread's stack ends just above __libc_stack_end, the SP at
  *    process entry (argv/envp follow, on the same mapping);
  *  - a handler on an alternate signal stack: sigaltstack(2) says where.
- * A candidate is taken only if SP is below it by less than the stack size
- * limit: other mappings (thread stacks, heaps, coroutine stacks) are at least
- * that far below the main stack, and a thread's own stack is that big by
- * default.  Anything else is unknown: every load then goes through
- * process_vm_readv, which returns an error for unmapped memory.
+ * A candidate is taken only if SP is below it by at most the stack size
+ * limit and every page from SP up to it is readable (checked once per page
+ * with process_vm_readv, see adopt_top).  Anything else (a coroutine's
+ * stack, say) is unknown: every load then goes through process_vm_readv,
+ * which returns an error for unmapped memory instead of faulting.
  * ---------------------------------------------------------------------- */
 
 extern void *__libc_stack_end;
 
+/* This thread's own stack: [hg_vlo, hg_top) has been checked readable, page
+ * by page (hg_vlo page-aligned; 0/0: nothing yet).  A thread's stack stays
+ * mapped while the thread lives, and glibc's guard page (or the kernel's
+ * guard gap below the main stack) is unreadable, so a range that passed
+ * the check can only be the thread's own stack or memory adjoining it. */
 static __thread uintptr_t hg_top __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t hg_vlo __attribute__((tls_model("initial-exec")));
+
+#define PAGE 4096ul
 
 static inline bool on_stack_below(uintptr_t sp, uintptr_t top) {
     return sp < top && top - sp <= hg_stack_cap;
 }
 
+/* Every page in [from, to) (page-aligned) readable?  One byte of each is
+ * copied with process_vm_readv, 64 pages per call. */
+static bool pages_readable(uintptr_t from, uintptr_t to) {
+    char buf[64];
+    struct iovec local = { buf, 0 }, remote[64];
+    const long pid = (long)getpid();
+    while (from < to) {
+        unsigned long n = 0;
+        for (; n < 64 && from < to; n++, from += PAGE)
+            remote[n] = (struct iovec){ (void *)from, 1 };
+        local.iov_len = n;
+        if (syscall(SYS_process_vm_readv, pid, &local, 1L, remote, n, 0L) != (long)n) return false;
+    }
+    return true;
+}
+
+/* Take `top` as the top of the stack SP runs on if [SP, top) is readable:
+ * check the pages not checked before and remember the range. */
+static bool adopt_top(uintptr_t sp, uintptr_t top) {
+    if (!on_stack_below(sp, top)) return false;
+    const uintptr_t from = sp & ~(PAGE - 1);
+    const uintptr_t known = top == hg_top && hg_vlo ? hg_vlo : ((top - 1) & ~(PAGE - 1)) + PAGE;
+    if (from < known && !pages_readable(from, known)) return false;
+    hg_top = top;
+    if (from < known) hg_vlo = from;
+    return true;
+}
+
+/* The top of the stack SP runs on, or 0 if unknown.  *lo_out is set for an
+ * alternate signal stack (the kernel's record: not cached, not checked). */
 static uintptr_t __attribute__((noinline)) find_top(uintptr_t sp, uintptr_t *lo_out) {
     const uintptr_t self = (uintptr_t)pthread_self();
-    if (on_stack_below(sp, self)) return self;
-    const uintptr_t main_top = ((uintptr_t)__libc_stack_end | 4095) + 1;
-    if (__libc_stack_end && on_stack_below(sp, main_top)) return main_top;
+    if (adopt_top(sp, self)) return self;
+    const uintptr_t main_top = ((uintptr_t)__libc_stack_end | (PAGE - 1)) + 1;
+    if (__libc_stack_end && adopt_top(sp, main_top)) return main_top;
     stack_t ss;
     if (syscall(SYS_sigaltstack, NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK) &&
         sp >= (uintptr_t)ss.ss_sp && sp < (uintptr_t)ss.ss_sp + ss.ss_size) {
@@ -748,15 +786,12 @@ static uintptr_t __attribute__((noinline)) find_top(uintptr_t sp, uintptr_t *lo_
     return 0;
 }
 
-/* [lo, hi) known readable for a stack whose SP is `sp`; hi = 0: unknown.
- * Only the thread's own stack is cached (the common case: two compares). */
+/* hi of the readable range [sp, hi) of the stack SP runs on; 0: unknown.
+ * The common case is two compares against this thread's checked range. */
 static inline uintptr_t stack_hi(uintptr_t sp) {
-    uintptr_t top = hg_top;
-    if (hg_likely(on_stack_below(sp, top))) return top;
+    if (hg_likely(sp >= hg_vlo && sp < hg_top)) return hg_top;
     uintptr_t lo = 0;
-    top = find_top(sp, &lo);
-    if (top && !lo) hg_top = top;      /* not an alternate signal stack */
-    return top;
+    return find_top(sp, &lo);
 }
 
 /* An 8-byte stack slot we may read directly: aligned and inside [lo, hi).
