@@ -91,4 +91,37 @@ final class SignalStormTests: XCTestCase {
                                  "every incomplete stack is counted as cut short")
         XCTAssertEqual(incomplete, 0, "handler stacks that stop before main")
     }
+
+    /// The same storm through a 1,024-slot ring, full most of the time:
+    /// handlers then wait for room while the main thread is inside the shim
+    /// (no hang), and the one case where waiting cannot work (nested in our
+    /// own unpublished slot, a whole lap behind) is counted. Every program
+    /// event is either in the trace or in lostEvents, exactly.
+    func testFullRingLosesNothingUncounted() throws {
+        let exe = try Fixture.build("sigstorm.c")
+        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet", "--ring-slots", "1024"], timeout: 300)
+        XCTAssertStatus(rec.result, 0)
+        let out = rec.result.stdoutText.split(separator: "\n").map { $0.split(separator: " ").compactMap { UInt64($0) } }
+        guard out.count == 3, out[0].count == 2, out[1].count == 1, out[2].count == 2 else {
+            return XCTFail("unexpected output: \(rec.result.stdoutText)")
+        }
+        let (mainAllocs, mainFrees) = (out[2][0], out[2][1])
+        XCTAssertEqual(out[0][0], 5000)
+
+        var stormAllocs: UInt64 = 0, otherAllocs: UInt64 = 0, frees: UInt64 = 0
+        for r in try HeapGenCLI.records(rec.trace) {
+            switch r {
+            case let .allocation(_, _, size, _, _):
+                if size == 3333 || (8...24).contains(size) { stormAllocs += 1 } else { otherAllocs += 1 }
+            case .free: frees += 1
+            default: break
+            }
+        }
+        let s = try HeapGenCLI.summary(rec.trace)
+        XCTAssertLessThanOrEqual(otherAllocs, 2, "only stdio's buffer besides the storm")
+        // main's blocks + the warm-up + the handler's 5,000, allocated and freed
+        let expected = (mainAllocs + 1 + 5000) + (mainFrees + 1 + 5000)
+        XCTAssertEqual(stormAllocs + frees + s.lostEvents, expected,
+                       "recorded \(stormAllocs) allocations + \(frees) frees, lost \(s.lostEvents)")
+    }
 }
