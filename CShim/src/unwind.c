@@ -765,8 +765,15 @@ static bool adopt_top(uintptr_t sp, uintptr_t top) {
     const uintptr_t from = sp & ~(PAGE - 1);
     const uintptr_t known = top == hg_top && hg_vlo ? hg_vlo : ((top - 1) & ~(PAGE - 1)) + PAGE;
     if (from < known && !pages_readable(from, known)) return false;
-    hg_top = top;
+    /* A handler may run between any two stores: it must never see a range
+     * wider than what was checked (top first withdrawn, then the new low). */
+    if (hg_top != top) {
+        hg_top = 0;
+        atomic_signal_fence(memory_order_seq_cst);
+    }
     if (from < known) hg_vlo = from;
+    atomic_signal_fence(memory_order_seq_cst);
+    hg_top = top;
     return true;
 }
 
