@@ -32,7 +32,6 @@ let package = Package(
                 .unsafeFlags(["-O2", "-fno-omit-frame-pointer", "-fvisibility=hidden", "-D_GNU_SOURCE"]),
             ],
             linkerSettings: [
-                .linkedLibrary("unwind"),
                 .linkedLibrary("dl"),
                 .linkedLibrary("pthread"),
                 // -static-stdlib keeps libswiftCore out; the linker wrapper puts

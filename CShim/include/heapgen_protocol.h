@@ -96,7 +96,7 @@ extern "C" {
 #define HG_ENV_RING_SLOTS  "HEAPGEN_RING_SLOTS"  /* optional, power of two             */
 #define HG_ENV_ARENA_MB    "HEAPGEN_ARENA_MB"    /* optional blob arena size in MiB     */
 #define HG_ENV_MAX_FRAMES  "HEAPGEN_MAX_FRAMES"  /* optional, 1..HG_MAX_FRAMES         */
-#define HG_ENV_UNWIND      "HEAPGEN_UNWIND"      /* optional: "fast" (default) | "libunwind" */
+#define HG_ENV_UNWIND      "HEAPGEN_UNWIND"      /* ignored since the shim dropped libunwind */
 #define HG_ENV_LEAK_SCAN   "HEAPGEN_LEAK_SCAN"   /* "1": at exit, ask the collector for a leak scan
                                                     ({"op":"scan"} on the control channel) */
 
@@ -301,10 +301,13 @@ typedef struct hg_header {
     _Alignas(64) uint64_t wait_count;        /* times a producer found the ring full */
     uint64_t wait_ns;                        /* total time spent waiting             */
     uint64_t arena_full;                     /* blobs that did not fit (stack kept as id 0) */
-    uint64_t lost_events;                    /* events given up (only: collector gone, or a
-                                                signal handler nested in a full ring) */
+    uint64_t lost_events;                    /* events given up (only: collector gone; a
+                                                signal handler's emit nested in our own
+                                                unpublished slot a whole ring lap behind;
+                                                calls nested more than 8 deep in the shim) */
     uint64_t free_null;                      /* free(NULL) calls: counted, not recorded   */
-    uint64_t unwind_fallbacks;               /* stacks the fast unwinder handed to libunwind */
+    uint64_t unwind_fallbacks;               /* stacks cut short: the unwinder could not go on
+                                                (name kept from the libunwind days) */
     uint32_t detached;                       /* 1: collector gone, shim passes through    */
     uint32_t _pad1;
 

@@ -44,7 +44,10 @@
 #include "nextalloc.h"
 #include "unwind.h"
 
-/* First call in a process image sets everything up. */
+/* First call in a process image sets everything up. Calls nested in the
+ * shim (its slow paths, or a signal handler that interrupted it) are
+ * recorded too (see hg_guard in shim.h); only a runaway nesting passes
+ * through, counted as lost. */
 static inline int active(void)
 {
     if (HG_UNLIKELY(g_hg_phase != 2)) {
@@ -53,7 +56,11 @@ static inline int active(void)
         if (g_hg_phase != 2)
             return 0;
     }
-    return hg_guard == 0 && hg_same_process() && !g_hg.hdr->detached;
+    if (HG_UNLIKELY(hg_guard >= HG_MAX_NESTING)) {
+        hg_record_lost();
+        return 0;
+    }
+    return hg_same_process() && !g_hg.hdr->detached;
 }
 
 HG_EXPORT void *malloc(size_t n)

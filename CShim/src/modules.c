@@ -3,7 +3,9 @@
  * build ids and paths, so stacks can be symbolicated after the process is
  * gone. Scans run at start, when a new stack holds an address outside every
  * known module (a dlopen, including glibc's internal ones), and after
- * dlclose. All storage is static: no allocation.
+ * dlclose. All storage is static: no allocation. A scan is a slow path
+ * (scan_lock, the loader's lock): asked for while nested in the shim
+ * (hg_guard > 0) it is deferred to the next un-nested allocation.
  */
 #include <elf.h>
 #include <link.h>
@@ -140,8 +142,24 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+/* Set when a scan was wanted while this or another thread was nested in
+ * the shim (a signal handler may have interrupted a scan holding scan_lock,
+ * or the loader's lock): the next un-nested record runs it. */
+static int scan_pending;
+
+void hg_modules_scan_pending(void)
+{
+    if (HG_UNLIKELY(__atomic_load_n(&scan_pending, __ATOMIC_RELAXED)))
+        hg_modules_scan();
+}
+
 void hg_modules_scan(void)
 {
+    if (hg_guard > 0) {
+        __atomic_store_n(&scan_pending, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    __atomic_store_n(&scan_pending, 0, __ATOMIC_RELAXED);
     hg_guard++;
     pthread_mutex_lock(&scan_lock);
     for (int m = 0; m < nmods; m++)

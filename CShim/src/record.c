@@ -1,6 +1,12 @@
 /*
  * record.c — the common tail of every interposed allocation and free:
  * unwind, intern the stack, publish one ring record.
+ *
+ * Re-entrant: a signal handler that interrupts this path, or an allocation
+ * made by one of its slow paths (swift_getTypeName, dlsym), runs through it
+ * again, nested.  Everything a nested call does is lock-free and allocation-
+ * free (the unwinder, the stack store, the ring); the slow paths are taken
+ * only by the outermost call (hg_guard == 0 on entry): see shim.h.
  */
 #include "shim.h"
 #include "unwind.h"
@@ -14,6 +20,8 @@ void hg_record_alloc(uint32_t kind, void *p, size_t size, const hg_unwind_start 
     if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
         hg_thread_announce();
 
+    const int nested = hg_guard;
+    hg_guard++;
     uint32_t type = 0;
     if (HG_UNLIKELY(hg_swift_metadata != NULL) && hg_swift_size == size) {
         /* The block of a Swift object: start the stack at the code that
@@ -21,21 +29,21 @@ void hg_record_alloc(uint32_t kind, void *p, size_t size, const hg_unwind_start 
         const void *md = hg_swift_metadata;
         st = hg_swift_start;
         hg_swift_metadata = NULL;
-        type = hg_swift_type_id(md);
+        type = nested ? hg_swift_type_id_cached(md) : hg_swift_type_id(md);
     }
 
     uintptr_t pcs[HG_MAX_FRAMES];
     int truncated = 0;
-    /* The fallback unwinder and the first per-thread set-up may allocate. */
-    hg_guard++;
     int n = hg_unwind(st, pcs, (int)g_hg.max_frames, &truncated);
-    hg_guard--;
     uint32_t ref = 0;
-    if (n > 0) {
-        hg_guard++;
+    if (n > 0)
         ref = hg_stack_intern((const uint64_t *)pcs, (uint32_t)n);
-        hg_guard--;
-    }
+    hg_guard--;
+    /* A scan the stack store asked for while guarded (a frame in a module
+     * loaded since the last scan): announce the module before the event
+     * that refers to it.  A nested call leaves it to the outermost one. */
+    if (!nested)
+        hg_modules_scan_pending();
     hg_emit(kind, (uint64_t)(uintptr_t)p, size, ref, type);
 }
 
@@ -44,4 +52,10 @@ void hg_record_free(uint32_t kind, void *p)
     if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
         hg_thread_announce();
     hg_emit(kind, (uint64_t)(uintptr_t)p, 0, 0, 0);
+}
+
+void hg_record_lost(void)
+{
+    if (g_hg_phase == 2 && g_hg.hdr != NULL)
+        __atomic_fetch_add(&g_hg.hdr->lost_events, 1, __ATOMIC_RELAXED);
 }

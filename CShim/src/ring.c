@@ -1,7 +1,14 @@
 /*
  * ring.c — the producer side of the shared ring (see heapgen_protocol.h for
  * the lap-based slot sequence). Lossless: a full ring makes the producer
- * wait for the collector; only a dead collector ends the wait.
+ * wait for the collector; only a dead collector ends the wait, and one case
+ * of nesting (below). Every event not written is counted in lost_events.
+ *
+ * Re-entrant: a signal handler may emit while this thread's own emit holds a
+ * claimed, unpublished slot. The collector reads in order, so it stops at
+ * that slot until the handler returns; the nested emit may still wait for
+ * room as long as the room it needs lies before that slot. Only when it
+ * does not (pos >= held + slots) is waiting hopeless: then it is lost.
  */
 #include <errno.h>
 #include <sched.h>
@@ -12,10 +19,12 @@
 #include "shim.h"
 
 HG_TLS uint32_t hg_thread_gen;
-/* Set between claiming a slot and publishing it. A signal handler that
- * allocates in that window must not wait for a full ring: the collector
- * is stuck behind our own unpublished slot. */
-static HG_TLS int hg_in_emit;
+/* 1 + the lowest ring position this thread holds claimed and unpublished
+ * (0: none). Set just before the claiming CAS, so a handler that runs
+ * between the CAS and the publication sees it; one that runs before the
+ * CAS sees it too and is conservative (it may count as lost an event that
+ * could have waited: a window of a few instructions). */
+static HG_TLS uint64_t hg_held;
 
 static uint64_t now_ns(void)
 {
@@ -25,9 +34,8 @@ static uint64_t now_ns(void)
 }
 
 /* Waits until the collector has read position `pos - N`. Returns 0 when
- * the wait was abandoned (collector gone, or nested in our own unpublished
- * slot). */
-static int wait_for_space(uint64_t pos, int nested)
+ * the collector is gone. */
+static int wait_for_space(uint64_t pos)
 {
     hg_header *h = g_hg.hdr;
     const uint64_t slots = g_hg.ring_mask + 1;
@@ -57,10 +65,6 @@ static int wait_for_space(uint64_t pos, int nested)
             break;
         }
         uint64_t t = now_ns();
-        if (nested && t - start > 200000000ull) {
-            __atomic_fetch_add(&h->wait_ns, t - start, __ATOMIC_RELAXED);
-            return 0;
-        }
         if (t - last_check > 20000000ull) { /* every 20 ms */
             last_check = t;
             if (!hg_collector_alive()) {
@@ -79,7 +83,7 @@ int hg_emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t 
     hg_slot *ring = g_hg.ring;
     const uint64_t mask = g_hg.ring_mask;
     const uint32_t shift = g_hg.ring_shift;
-    int nested = hg_in_emit;
+    const uint64_t held = hg_held;
     uint64_t pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
 
     for (;;) {
@@ -88,14 +92,21 @@ int hg_emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t 
          * collector already read it) is behind the tail; the CAS then fails
          * and reloads it. */
         if (HG_UNLIKELY((int64_t)(pos - __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE)) > (int64_t)mask)) {
-            if (!wait_for_space(pos, nested)) {
+            /* Nested in our own claimed slot at held-1: the collector
+             * cannot get past it, so room at pos never comes if pos is a
+             * whole lap beyond it. */
+            if (held != 0 && (int64_t)(pos - (held - 1)) > (int64_t)mask) {
+                __atomic_fetch_add(&h->lost_events, 1, __ATOMIC_RELAXED);
+                return 0;
+            }
+            if (!wait_for_space(pos)) {
                 __atomic_fetch_add(&h->lost_events, 1, __ATOMIC_RELAXED);
                 return 0;
             }
             pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
             continue;
         }
-        hg_in_emit = 1;
+        hg_held = held ? held : pos + 1;
         if (__atomic_compare_exchange_n(&h->head, &pos, pos + 1, 1,
                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
             hg_slot *s = &ring[pos & mask];
@@ -104,10 +115,10 @@ int hg_emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t 
             s->ref = ref;
             s->aux = aux;
             __atomic_store_n(&s->seq, ((pos >> shift) << 1) + 1, __ATOMIC_RELEASE);
-            hg_in_emit = nested;
+            hg_held = held;
             return 1;
         }
-        hg_in_emit = nested;
+        hg_held = held;
         /* CAS failure reloaded pos */
     }
 }

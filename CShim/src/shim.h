@@ -48,10 +48,18 @@ extern hg_shim g_hg;
 /* 0: not initialised, 1: initialising, 2: active, 3: inactive for good. */
 extern volatile int g_hg_phase;
 
-/* Non-zero while this thread runs shim code that may call back into the
- * allocator (libunwind's fallback, type-name look-ups, module scans).
- * Calls made then pass straight to glibc, untracked. */
+/* Depth of shim code on this thread's stack: the recording path and the
+ * slow paths it may take (type-name look-ups through swift_getTypeName,
+ * module scans, dlsym), which may call back into the allocator.  A call
+ * made while it is non-zero -- from such a slow path, or from a signal
+ * handler that interrupted the shim -- is recorded like any other (unwound,
+ * interned, emitted) but takes no slow path: its Swift type is taken from
+ * the cache only (else id 0), and a module scan it would need is left to
+ * the next un-nested call (hg_modules_scan_pending).  Nothing is passed
+ * through untracked, except beyond HG_MAX_NESTING levels, which are counted
+ * as lost events. */
 extern HG_TLS int hg_guard;
+#define HG_MAX_NESTING 8
 
 /* Non-zero in the process that owns g_hg's segment. It lives in a page
  * with MADV_WIPEONFORK, so it reads 0 in a child made by a raw clone()
@@ -68,7 +76,7 @@ static inline int hg_same_process(void)
 
 static inline int hg_tracking(void)
 {
-    return HG_LIKELY(g_hg_phase == 2) && hg_guard == 0 && hg_same_process() && !g_hg.hdr->detached;
+    return HG_LIKELY(g_hg_phase == 2) && hg_same_process() && !g_hg.hdr->detached;
 }
 
 /* state.c */
@@ -107,7 +115,10 @@ void     hg_stacks_reset(void);
 
 /* modules.c */
 int  hg_modules_contain_all(const uint64_t *pcs, uint32_t n);
+/* Scans now, or (nested: hg_guard > 0) marks a scan as pending. */
 void hg_modules_scan(void);
+/* Runs a pending scan; only where hg_guard == 0. */
+void hg_modules_scan_pending(void);
 void hg_modules_reset(void);
 void hg_modules_fork_prepare(void);
 void hg_modules_fork_parent(void);
@@ -117,12 +128,15 @@ void hg_modules_fork_child(void);
 void hg_control_fork_child(void);
 
 /* swift.c */
-uint32_t hg_swift_type_id(const void *metadata);
+uint32_t hg_swift_type_id(const void *metadata);        /* may name it: slow path */
+uint32_t hg_swift_type_id_cached(const void *metadata); /* cache only, else 0     */
 void     hg_swift_reset(void);
 
 /* record.c: the shared tail of every interposed allocation. */
 struct hg_unwind_start;
 void hg_record_alloc(uint32_t kind, void *p, size_t size, const struct hg_unwind_start *st);
 void hg_record_free(uint32_t kind, void *p);
+/* An allocation or free that cannot be recorded (nesting too deep): counted. */
+void hg_record_lost(void);
 
 #endif

@@ -36,6 +36,7 @@ typedef struct { uint64_t key; uint64_t val; } type_entry; /* val: epoch<<32 | i
 static type_entry *types;
 static uint32_t next_type_id;
 
+/* A slow path (dlsym may allocate: recorded, nested). */
 static void resolve_runtime(void)
 {
     hg_guard++;
@@ -90,8 +91,9 @@ static const char *kind_name(size_t kind)
     }
 }
 
-/* Returns the type id for `metadata`, announcing it first if new. */
-uint32_t hg_swift_type_id(const void *metadata)
+/* The id `metadata` already has in this epoch, or 0. Lock-free, no
+ * allocation: what a nested call (hg_guard > 0) may use. */
+uint32_t hg_swift_type_id_cached(const void *metadata)
 {
     if (!types || !metadata)
         return 0;
@@ -105,13 +107,29 @@ uint32_t hg_swift_type_id(const void *metadata)
             uint64_t v = __atomic_load_n(&e->val, __ATOMIC_ACQUIRE);
             if (v != 0 && (v >> 32) == epoch)
                 return (uint32_t)v;
-            break;   /* stale or being filled in: announce again */
+            return 0;   /* stale or being filled in */
         }
         if (k == 0)
-            break;
+            return 0;
     }
+    return 0;
+}
 
-    /* Miss: name it (may allocate: guarded) and announce it. */
+/* Returns the type id for `metadata`, announcing it first if new. The
+ * naming is a slow path: swift_getTypeName takes the runtime's locks and
+ * allocates (those allocations are recorded, nested). */
+uint32_t hg_swift_type_id(const void *metadata)
+{
+    if (!types || !metadata)
+        return 0;
+    uint32_t cached = hg_swift_type_id_cached(metadata);
+    if (cached != 0)
+        return cached;
+    const uint64_t key = (uint64_t)(uintptr_t)metadata;
+    const uint64_t epoch = g_hg.epoch;
+    uint32_t i;
+
+    /* Miss: name it and announce it. */
     hg_guard++;
     const char *name = NULL;
     size_t len = 0;

@@ -1,4 +1,4 @@
-/* unwind.c -- fast CFI stack unwinder with a libunwind fallback.
+/* unwind.c -- the shim's stack unwinder: cached CFI rules, no libunwind.
  *
  * Hot path: for each return address, one lookup in a lock-free hash table of
  * packed 8-byte rules ("CFA = RSP|RBP + off, RA at CFA-8, RBP at CFA+b"), two
@@ -6,12 +6,19 @@
  * object's .eh_frame_hdr / .eh_frame (located with _dl_find_object, which is
  * lock-free), by running the CFA program up to the call instruction.
  *
- * Anything not provably handled becomes an UNSUP rule, and any UNSUP frame or
- * failed validation redoes the whole stack with libunwind: the fast path is an
- * optimisation, never a source of different answers.
+ * The frames the hot loop does not take (signal frames, frames with no FDE
+ * whose frame pointer is not an obvious one, memory outside the part of the
+ * stack known to be mapped) go to walk_slow, which continues the same stack
+ * frame by frame: rt_sigreturn trampolines are recognised by their bytes and
+ * the interrupted registers read from the kernel's ucontext; frames without
+ * CFI follow the frame pointer; every load outside the known stack goes
+ * through process_vm_readv on ourselves, which fails instead of faulting.
+ * Where nothing sound is left (a rule we cannot express, an unreadable slot)
+ * the stack stops there and is reported cut short (counted).
  *
- * No function here allocates except hg_unwind_thread_init (pthread_getattr_np)
- * and the libunwind fallback; see unwind.h for the caller's contract.
+ * Why no libunwind: its memory validation opens a pipe inside the target and
+ * reads and writes it, on descriptor numbers the program may later own.  This
+ * file never opens, uses or closes a file descriptor, and never allocates.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -20,14 +27,17 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
-
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #define hg_likely(x)   __builtin_expect(!!(x), 1)
 #define hg_unlikely(x) __builtin_expect(!!(x), 0)
@@ -40,8 +50,10 @@ enum {
     RF_CFA_RBP   = 1u << 0,   /* CFA = RBP + cfa_off (else RSP + cfa_off)      */
     RF_RBP_SAVED = 1u << 1,   /* caller's RBP at CFA + rbp_off (else unchanged) */
     RF_END       = 1u << 2,   /* RA undefined: outermost frame (_start, clone3) */
-    RF_UNSUP     = 1u << 3,   /* not expressible here: use libunwind            */
+    RF_UNSUP     = 1u << 3,   /* not expressible here: the stack stops here     */
     RF_NOFDE     = 1u << 4,   /* no FDE covers the pc: frame-pointer guess      */
+    RF_SIGNAL    = 1u << 5,   /* 'S' CIE: maybe a sigreturn trampoline          */
+    RF_NOOBJ     = 1u << 6,   /* pc in no loaded object (JIT code or garbage)   */
 };
 
 /* Exactly 8 bytes so a cache entry is {key, rule} = 16 bytes.  The return
@@ -56,9 +68,12 @@ typedef struct hg_rule {
 _Static_assert(sizeof(hg_rule) == 8, "hg_rule must pack into 8 bytes");
 
 static const hg_rule rule_unsup = { 0, 0, RF_UNSUP, 0 };
-/* No CFI for the pc: assume a frame-pointer frame, as libunwind does (Swift
- * emits no FDE for its nounwind functions, but keeps frame pointers). */
+/* No CFI for the pc: assume a frame-pointer frame (Swift emits no FDE for its
+ * nounwind functions, but keeps frame pointers). */
 static const hg_rule rule_nofde = { 16, -16, RF_CFA_RBP | RF_RBP_SAVED | RF_NOFDE, 0 };
+/* Not in any object: the same guess, but walk_slow decides what to trust. */
+static const hg_rule rule_noobj = { 16, -16, RF_CFA_RBP | RF_RBP_SAVED | RF_NOFDE | RF_NOOBJ, 0 };
+static const hg_rule rule_signal = { 0, 0, RF_SIGNAL, 0 };
 
 /* ------------------------------------------------------------------------
  * Rule cache: open addressing, bounded linear probing, lock-free.
@@ -89,12 +104,12 @@ typedef struct cache_entry {
 
 static cache_entry *_Atomic hg_cache;
 static _Atomic uint32_t     hg_epoch = 1;
-static _Atomic int          hg_mode  = HG_UNWIND_FAST;
-static _Atomic uint64_t     hg_fallbacks;
-/* Where the shim wants fallbacks counted too (its segment header), so the
- * collector sees them without a check on every allocation. */
-static uint64_t *_Atomic    hg_fallback_sink;
-static _Atomic uint64_t     hg_fallbacks_unaligned;
+/* Stacks cut short (the unwinder could not go on) and stacks that needed
+ * walk_slow; also counted into *hg_cut_sink, the shim's segment header, so
+ * the collector sees them without a check on every allocation. */
+static _Atomic uint64_t     hg_cut;
+static _Atomic uint64_t     hg_slow;
+static uint64_t *_Atomic    hg_cut_sink;
 
 static inline uint64_t epoch_tag(void) {
     return (uint64_t)(atomic_load_explicit(&hg_epoch, memory_order_relaxed) & 0xffff) << KEY_PC_BITS;
@@ -291,10 +306,12 @@ typedef struct cie_info {
     int64_t  data_align;
     uint8_t  fde_enc;
     bool     has_z;
+    bool     signal;               /* 'S': the FDE describes a signal frame */
 } cie_info;
 
 /* Parse the CIE header; false if it is something we must not interpret
- * (signal frame 'S', old "eh" augmentation, RA column other than 16). */
+ * (old "eh" augmentation, RA column other than 16).  'S' (signal frame) is
+ * reported in ci->signal: walk_slow handles those by their code bytes. */
 static bool parse_cie(const uint8_t *cie, cie_info *ci) {
     const uint8_t *p = cie;
     uint64_t len = rd32(p); p += 4;
@@ -319,7 +336,7 @@ static bool parse_cie(const uint8_t *cie, cie_info *ci) {
     if (ra_reg != DW_REG_RA) return false;
     ci->fde_enc = DW_EH_PE_absptr;
     ci->has_z = false;
-    if (strchr(aug, 'S')) return false;                 /* signal frame: libunwind's job */
+    ci->signal = strchr(aug, 'S') != NULL;
     if (aug[0] == 'z') {
         ci->has_z = true;
         uint64_t alen = uleb(&p);
@@ -351,6 +368,8 @@ typedef struct cfa_state {
     uint64_t cfa_reg;
     int64_t  cfa_off;
     bool     cfa_expr;
+    const uint8_t *expr;           /* DW_CFA_def_cfa_expression's block */
+    uint64_t expr_len;
     reg_rule rbp, ra, rsp;
 } cfa_state;
 
@@ -436,7 +455,10 @@ static bool cfa_run(const uint8_t *p, const uint8_t *end, const cie_info *ci,
             continue;
         case 0x0e: s->cfa_off = (int64_t)uleb(&p); continue;            /* def_cfa_offset */
         case 0x0f:                                                      /* def_cfa_expression */
-            n = uleb(&p); p += n;
+            n = uleb(&p);
+            s->expr = p;
+            s->expr_len = n;
+            p += n;
             s->cfa_expr = true;
             continue;
         case 0x10:                                                      /* expression */
@@ -487,10 +509,91 @@ static bool cfa_run(const uint8_t *p, const uint8_t *end, const cie_info *ci,
     return true;
 }
 
-static hg_rule rule_from_state(const cfa_state *s) {
+/* A CFA expression that comes down to "RSP + constant" once the pc is known.
+ * The linker's .plt entries say CFA = RSP + 8 + ((RIP & 15) >= 11) * 8 (>= 10
+ * in IBT PLTs): a pc there is never a return address, but it is the
+ * interrupted pc of many a signal frame.  Values are symbolic: a constant,
+ * or RSP + a constant; anything else is refused. */
+static bool cfa_expr_rsp_offset(const uint8_t *p, uint64_t len, uintptr_t ip, int64_t *off) {
+    const uint8_t *end = p + len;
+    struct { bool rsp; int64_t v; } st[8];
+    int sp = 0;
+    while (p < end) {
+        const uint8_t op = *p++;
+        if (op >= 0x30 && op <= 0x4f) {                        /* lit0..lit31 */
+            if (sp == 8) return false;
+            st[sp].rsp = false; st[sp++].v = op - 0x30;
+            continue;
+        }
+        switch (op) {
+        case 0x77: case 0x80:                                  /* breg7 (rsp), breg16 (rip) */
+            if (sp == 8) return false;
+            st[sp].rsp = op == 0x77;
+            st[sp].v = sleb(&p) + (op == 0x80 ? (int64_t)ip : 0);
+            sp++;
+            continue;
+        case 0x10:                                             /* constu */
+            if (sp == 8) return false;
+            st[sp].rsp = false; st[sp++].v = (int64_t)uleb(&p);
+            continue;
+        case 0x11:                                             /* consts */
+            if (sp == 8) return false;
+            st[sp].rsp = false; st[sp++].v = sleb(&p);
+            continue;
+        case 0x23:                                             /* plus_uconst */
+            if (sp < 1) return false;
+            st[sp - 1].v += (int64_t)uleb(&p);
+            continue;
+        default:
+            break;
+        }
+        if (sp < 2) return false;
+        const int64_t a = st[sp - 2].v, b = st[sp - 1].v;
+        const bool ra = st[sp - 2].rsp, rb = st[sp - 1].rsp;
+        sp--;
+        if (op == 0x22) {                                      /* plus */
+            if (ra && rb) return false;
+            st[sp - 1].rsp = ra || rb;
+            st[sp - 1].v = a + b;
+            continue;
+        }
+        if (ra || rb) return false;                            /* only plus works on RSP */
+        int64_t v;
+        switch (op) {
+        case 0x1a: v = a & b; break;                           /* and */
+        case 0x1c: v = a - b; break;                           /* minus */
+        case 0x1e: v = a * b; break;                           /* mul */
+        case 0x21: v = a | b; break;                           /* or */
+        case 0x24: v = b >= 0 && b < 64 ? (int64_t)((uint64_t)a << b) : 0; break;   /* shl */
+        case 0x25: v = b >= 0 && b < 64 ? (int64_t)((uint64_t)a >> b) : 0; break;   /* shr */
+        case 0x27: v = a ^ b; break;                           /* xor */
+        case 0x29: v = a == b; break;                          /* eq */
+        case 0x2a: v = a >= b; break;                          /* ge */
+        case 0x2b: v = a > b; break;                           /* gt */
+        case 0x2c: v = a <= b; break;                          /* le */
+        case 0x2d: v = a < b; break;                           /* lt */
+        case 0x2e: v = a != b; break;                          /* ne */
+        default: return false;
+        }
+        st[sp - 1].rsp = false;
+        st[sp - 1].v = v;
+    }
+    if (sp != 1 || !st[0].rsp) return false;
+    *off = st[0].v;
+    return true;
+}
+
+static hg_rule rule_from_state(cfa_state *s, uintptr_t ip) {
     hg_rule r = { 0, 0, 0, 0 };
     if (s->ra.how == RR_UNDEF) { r.flags = RF_END; return r; }
-    if (s->cfa_expr || (s->cfa_reg != DW_REG_RSP && s->cfa_reg != DW_REG_RBP)) return rule_unsup;
+    if (s->cfa_expr) {
+        int64_t off;
+        if (!cfa_expr_rsp_offset(s->expr, s->expr_len, ip, &off)) return rule_unsup;
+        s->cfa_expr = false;
+        s->cfa_reg = DW_REG_RSP;
+        s->cfa_off = off;
+    }
+    if (s->cfa_reg != DW_REG_RSP && s->cfa_reg != DW_REG_RBP) return rule_unsup;
     if (s->cfa_off < INT32_MIN || s->cfa_off > INT32_MAX) return rule_unsup;
     if (s->ra.how != RR_OFFSET || s->ra.off != -8) return rule_unsup;
     if (s->rsp.how != RR_UNSET && s->rsp.how != RR_SAME) return rule_unsup;   /* we assume SP' = CFA */
@@ -513,7 +616,8 @@ static hg_rule rule_compute(uintptr_t pc) {
     const uintptr_t ip = pc - 1;
     struct dl_find_object dlfo;
     /* Not in any object (JIT code?) or in one without .eh_frame_hdr: no CFI. */
-    if (_dl_find_object((void *)ip, &dlfo) != 0 || !dlfo.dlfo_eh_frame) return rule_nofde;
+    if (_dl_find_object((void *)ip, &dlfo) != 0) return rule_noobj;
+    if (!dlfo.dlfo_eh_frame) return rule_nofde;
     const uint8_t *fde;
     const int found = hdr_find_fde((const uint8_t *)dlfo.dlfo_eh_frame, ip, &fde);
     if (found <= 0) return found == 0 ? rule_nofde : rule_unsup;
@@ -535,6 +639,7 @@ static hg_rule rule_compute(uintptr_t pc) {
     if (!read_enc(&p, ci.fde_enc, 0, &start)) return rule_unsup;
     if (!read_enc(&p, ci.fde_enc & 0x0f, 0, &range)) return rule_unsup;
     if (ip < start || ip - start >= range) return rule_nofde;   /* gap between FDEs */
+    if (ci.signal) return rule_signal;        /* its CFI is DWARF expressions on the ucontext */
     if (ci.has_z) { uint64_t alen = uleb(&p); p += alen; }
 
     cfa_state s;
@@ -543,39 +648,28 @@ static hg_rule rule_compute(uintptr_t pc) {
     if (!cfa_run(ci.insn, ci.end, &ci, start, ip, &s, NULL)) return rule_unsup;
     const cfa_state init = s;
     if (!cfa_run(p, end, &ci, start, ip, &s, &init)) return rule_unsup;
-    return rule_from_state(&s);
+    return rule_from_state(&s, ip);
 }
 
 /* ------------------------------------------------------------------------
- * Setup, per-thread stack bounds
+ * Setup and counters
  * ---------------------------------------------------------------------- */
 
-/* Stack bounds of this thread.  hi == 0: not fetched yet.  lo == UINTPTR_MAX:
- * unknown, so every bounds check fails and every stack goes to libunwind. */
-static __thread struct { uintptr_t lo, hi; } hg_stack
-    __attribute__((tls_model("initial-exec")));
-
-void hg_unwind_thread_init(void) {
-    uintptr_t lo = UINTPTR_MAX, hi = 8;
-    pthread_attr_t attr;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-        void *addr;
-        size_t size;
-        if (pthread_attr_getstack(&attr, &addr, &size) == 0 && size >= 16) {
-            lo = (uintptr_t)addr;
-            hi = (uintptr_t)addr + size;
-        }
-        pthread_attr_destroy(&attr);
-    }
-    hg_stack.lo = lo;
-    hg_stack.hi = hi;
-}
+/* How far below a stack's top the calling thread's SP may be for us to take
+ * [SP, top) as that stack (see stack_bounds); set from RLIMIT_STACK. */
+static uintptr_t hg_stack_cap = (uintptr_t)8 << 20;
 
 int hg_unwind_init(void) {
-    static _Atomic int policy_set;
-    if (!atomic_exchange_explicit(&policy_set, 1, memory_order_relaxed))
-        unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     if (atomic_load_explicit(&hg_cache, memory_order_acquire)) return 0;
+    /* getrlimit is one prlimit64 system call (no file is read). */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0) {
+        /* unlimited: glibc gives threads 32 MiB, and the main stack then sits
+         * far above every mapping (legacy layout) */
+        uintptr_t cap = rl.rlim_cur == RLIM_INFINITY ? (uintptr_t)32 << 20 : (uintptr_t)rl.rlim_cur;
+        if (cap > ((uintptr_t)1 << 30)) cap = (uintptr_t)1 << 30;
+        if (cap >= 65536) hg_stack_cap = cap;
+    }
     void *m = mmap(NULL, CACHE_SIZE * sizeof(cache_entry), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return -1;
@@ -593,54 +687,140 @@ void hg_unwind_invalidate(void) {
     atomic_fetch_add_explicit(&hg_epoch, 1, memory_order_acq_rel);
 }
 
-uint64_t hg_unwind_fallbacks(void) {
-    return atomic_load_explicit(&hg_fallbacks, memory_order_relaxed);
+uint64_t hg_unwind_cut_stacks(void) {
+    return atomic_load_explicit(&hg_cut, memory_order_relaxed);
+}
+
+uint64_t hg_unwind_slow_stacks(void) {
+    return atomic_load_explicit(&hg_slow, memory_order_relaxed);
 }
 
 void hg_unwind_set_fallback_sink(uint64_t *counter) {
-    atomic_store_explicit(&hg_fallback_sink, counter, memory_order_relaxed);
-}
-
-uint64_t hg_unwind_fallbacks_unaligned(void) {
-    return atomic_load_explicit(&hg_fallbacks_unaligned, memory_order_relaxed);
+    atomic_store_explicit(&hg_cut_sink, counter, memory_order_relaxed);
 }
 
 void hg_unwind_set_mode(int mode) {
-    atomic_store_explicit(&hg_mode, mode == HG_UNWIND_LIBUNWIND ? HG_UNWIND_LIBUNWIND : HG_UNWIND_FAST,
-                          memory_order_relaxed);
+    (void)mode;     /* only the CFI unwinder is left; see unwind.h */
 }
 
 int hg_unwind_get_mode(void) {
-    return atomic_load_explicit(&hg_mode, memory_order_relaxed);
+    return HG_UNWIND_FAST;
+}
+
+/* ------------------------------------------------------------------------
+ * Stack bounds and safe loads
+ *
+ * Everything from a thread's current SP up to the top of the stack it runs
+ * on is mapped and readable.  The top is found without asking glibc (its
+ * pthread_getattr_np allocates, takes the thread's lock, and on the main
+ * thread opens /proc/self/maps):
+ *  - a glibc thread's stack lies right below its descriptor, pthread_self()
+ *    (x86-64 keeps the TCB at the top of the stack block, static TLS between);
+ *  - the main thread's stack ends just above __libc_stack_end, the SP at
+ *    process entry (argv/envp follow, on the same mapping);
+ *  - a handler on an alternate signal stack: sigaltstack(2) says where.
+ * A candidate is taken only if SP is below it by at most the stack size
+ * limit and every page from SP up to it is readable (checked once per page
+ * with process_vm_readv, see adopt_top).  Anything else (a coroutine's
+ * stack, say) is unknown: every load then goes through process_vm_readv,
+ * which returns an error for unmapped memory instead of faulting.
+ * ---------------------------------------------------------------------- */
+
+extern void *__libc_stack_end;
+
+/* This thread's own stack: [hg_vlo, hg_top) has been checked readable, page
+ * by page (hg_vlo page-aligned; 0/0: nothing yet).  A thread's stack stays
+ * mapped while the thread lives, and glibc's guard page (or the kernel's
+ * guard gap below the main stack) is unreadable, so a range that passed
+ * the check can only be the thread's own stack or memory adjoining it. */
+static __thread uintptr_t hg_top __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t hg_vlo __attribute__((tls_model("initial-exec")));
+
+#define PAGE 4096ul
+
+static inline bool on_stack_below(uintptr_t sp, uintptr_t top) {
+    return sp < top && top - sp <= hg_stack_cap;
+}
+
+/* Every page in [from, to) (page-aligned) readable?  One byte of each is
+ * copied with process_vm_readv, 64 pages per call. */
+static bool pages_readable(uintptr_t from, uintptr_t to) {
+    char buf[64];
+    struct iovec local = { buf, 0 }, remote[64];
+    const long pid = (long)getpid();
+    while (from < to) {
+        unsigned long n = 0;
+        for (; n < 64 && from < to; n++, from += PAGE)
+            remote[n] = (struct iovec){ (void *)from, 1 };
+        local.iov_len = n;
+        if (syscall(SYS_process_vm_readv, pid, &local, 1L, remote, n, 0L) != (long)n) return false;
+    }
+    return true;
+}
+
+/* Take `top` as the top of the stack SP runs on if [SP, top) is readable:
+ * check the pages not checked before and remember the range. */
+static bool adopt_top(uintptr_t sp, uintptr_t top) {
+    if (!on_stack_below(sp, top)) return false;
+    const uintptr_t from = sp & ~(PAGE - 1);
+    const uintptr_t known = top == hg_top && hg_vlo ? hg_vlo : ((top - 1) & ~(PAGE - 1)) + PAGE;
+    if (from < known && !pages_readable(from, known)) return false;
+    /* A handler may run between any two stores: it must never see a range
+     * wider than what was checked (top first withdrawn, then the new low). */
+    if (hg_top != top) {
+        hg_top = 0;
+        atomic_signal_fence(memory_order_seq_cst);
+    }
+    if (from < known) hg_vlo = from;
+    atomic_signal_fence(memory_order_seq_cst);
+    hg_top = top;
+    return true;
+}
+
+/* The top of the stack SP runs on, or 0 if unknown.  *lo_out is set for an
+ * alternate signal stack (the kernel's record: not cached, not checked). */
+static uintptr_t __attribute__((noinline)) find_top(uintptr_t sp, uintptr_t *lo_out) {
+    const uintptr_t self = (uintptr_t)pthread_self();
+    if (adopt_top(sp, self)) return self;
+    const uintptr_t main_top = ((uintptr_t)__libc_stack_end | (PAGE - 1)) + 1;
+    if (__libc_stack_end && adopt_top(sp, main_top)) return main_top;
+    stack_t ss;
+    if (syscall(SYS_sigaltstack, NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK) &&
+        sp >= (uintptr_t)ss.ss_sp && sp < (uintptr_t)ss.ss_sp + ss.ss_size) {
+        *lo_out = sp;
+        return (uintptr_t)ss.ss_sp + ss.ss_size;
+    }
+    return 0;
+}
+
+/* hi of the readable range [sp, hi) of the stack SP runs on; 0: unknown.
+ * The common case is two compares against this thread's checked range. */
+static inline uintptr_t stack_hi(uintptr_t sp) {
+    if (hg_likely(sp >= hg_vlo && sp < hg_top)) return hg_top;
+    uintptr_t lo = 0;
+    return find_top(sp, &lo);
+}
+
+/* An 8-byte stack slot we may read directly: aligned and inside [lo, hi).
+ * (hi == 0, an unknown stack, admits nothing: written so it cannot wrap.) */
+static inline bool slot_ok(uintptr_t a, uintptr_t lo, uintptr_t hi) {
+    return (a & 7) == 0 && a >= lo && a < hi && hi - a >= 8;
+}
+
+/* Copy `len` bytes at `a` without faulting: false if any is unreadable. */
+static bool __attribute__((noinline)) read_checked(uintptr_t a, void *out, size_t len) {
+    struct iovec local = { out, len }, remote = { (void *)a, len };
+    return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L) == (long)len;
+}
+
+static inline bool load(uintptr_t a, uintptr_t lo, uintptr_t hi, uintptr_t *out) {
+    if (hg_likely(slot_ok(a, lo, hi))) { *out = *(const uintptr_t *)a; return true; }
+    return read_checked(a, out, sizeof *out);
 }
 
 /* ------------------------------------------------------------------------
  * Unwinding
  * ---------------------------------------------------------------------- */
-
-/* unw_backtrace's trace starts at its return address into unwind_slow, then
- * the interposed function (hg_unwind tail-calls unwind_slow, so it has no
- * frame of its own), then st->pc.  We look for st->pc rather than trusting
- * that count; the count is only the last resort (checked by unwind_check). */
-#define SLOW_SEARCH     16   /* look for st->pc among this many leading frames */
-#define SLOW_FIXED_SKIP 2    /* unwind_slow, interposed function */
-
-static int __attribute__((noinline))
-unwind_slow(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated) {
-    void *buf[HG_UNWIND_MAX_FRAMES + SLOW_SEARCH + 1];
-    int got = unw_backtrace(buf, (int)(sizeof buf / sizeof buf[0]));
-    int first = -1;
-    for (int i = 0; i < got && i < SLOW_SEARCH; i++)
-        if ((uintptr_t)buf[i] == st->pc) { first = i; break; }
-    if (first < 0) {
-        atomic_fetch_add_explicit(&hg_fallbacks_unaligned, 1, memory_order_relaxed);
-        first = got < SLOW_FIXED_SKIP ? got : SLOW_FIXED_SKIP;
-    }
-    int n = got - first;
-    if (n > max) { n = max; *truncated = 1; }
-    for (int i = 0; i < n; i++) pcs[i] = (uintptr_t)buf[first + i];
-    return n;
-}
 
 static hg_rule __attribute__((noinline))
 rule_miss(cache_entry *c, uint64_t key, uintptr_t pc) {
@@ -657,41 +837,124 @@ static inline hg_rule rule_get(cache_entry *c, uint64_t tag, uintptr_t pc) {
     return rule_miss(c, key, pc);
 }
 
-/* An 8-byte stack slot we may read: aligned and inside this thread's stack. */
-static inline bool slot_ok(uintptr_t a, uintptr_t lo, uintptr_t hi) {
-    return (a & 7) == 0 && a >= lo && a <= hi - 8;
+/* glibc's x86-64 __restore_rt: mov $15,%rax (rt_sigreturn); syscall. */
+static const uint8_t sigreturn_code[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+
+/* A frame-pointer guess (no CFI) is taken only if RBP points a little way up
+ * the stack from the frame's SP: a frame without locals has RBP == SP, and no
+ * frame holds more than this. */
+#define FP_GUESS_MAX 0x100000
+
+/* The walk's state between frames: frame n-1 has return address / pc `pc`,
+ * its SP `sp` (the callee's CFA) and RBP `rbp`.  `exact`: pc is the
+ * interrupted instruction itself (the frame above a signal frame), not a
+ * return address, so its rule is the one at pc, not at pc-1.  `guessed`:
+ * pc was read from a frame-pointer guess. */
+typedef struct walk {
+    uintptr_t pc, sp, rbp, lo, hi;
+    bool exact, guessed;
+} walk;
+
+static void count_cut(void) {
+    atomic_fetch_add_explicit(&hg_cut, 1, memory_order_relaxed);
+    uint64_t *sink = atomic_load_explicit(&hg_cut_sink, memory_order_relaxed);
+    if (sink) __atomic_fetch_add(sink, 1, __ATOMIC_RELAXED);
+}
+
+/* Continue the walk at frame n-1 (already in pcs), one frame at a time,
+ * with every case and every load checked.  Returns the frame count. */
+static int __attribute__((noinline))
+walk_slow(cache_entry *c, uint64_t tag, walk w, uintptr_t *pcs, int n, int max, int *truncated) {
+    atomic_fetch_add_explicit(&hg_slow, 1, memory_order_relaxed);
+    for (;;) {
+        const hg_rule r = rule_get(c, tag, w.exact ? w.pc + 1 : w.pc);
+        if (r.flags & RF_END) return n;
+        if (r.flags & RF_NOOBJ) {
+            /* A pc in no object right after a frame-pointer guess: the guess
+             * was wrong (RBP was a plain register there).  Drop it. */
+            if (w.guessed) n--;
+            break;
+        }
+        if (r.flags & RF_SIGNAL) {
+            uint8_t code[sizeof sigreturn_code];
+            if (!read_checked(w.pc, code, sizeof code) || memcmp(code, sigreturn_code, sizeof code) != 0)
+                break;
+            /* The handler returned here with SP at the kernel's ucontext. */
+            const uintptr_t uc = w.sp;
+            uintptr_t rip, rsp, rbp;
+            if (!load(uc + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), w.lo, w.hi, &rip) ||
+                !load(uc + offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]), w.lo, w.hi, &rsp) ||
+                !load(uc + offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]), w.lo, w.hi, &rbp))
+                break;
+            if (rip == 0) return n;
+            w.pc = rip;
+            w.sp = rsp;
+            w.rbp = rbp;
+            w.exact = true;
+            w.guessed = false;
+            /* The interrupted code may run on another stack (the handler on
+             * an alternate one): bounds for the new SP. */
+            if (!(rsp >= w.lo && rsp < w.hi)) {
+                w.lo = rsp;
+                w.hi = stack_hi(rsp);
+            }
+            pcs[n++] = rip;
+            if (n == max) { *truncated = HG_UNWIND_TRUNC_MAX; return n; }
+            continue;
+        }
+        if (r.flags & RF_UNSUP) break;
+        if (r.flags & RF_NOFDE) {
+            if (w.rbp == 0) return n;                   /* ABI end-of-stack marker */
+            if (w.rbp < w.sp || w.rbp - w.sp > FP_GUESS_MAX) break;
+        }
+        const uintptr_t cfa = ((r.flags & RF_CFA_RBP) ? w.rbp : w.sp) + (uintptr_t)(intptr_t)r.cfa_off;
+        if (cfa <= w.sp) break;                          /* must strictly grow */
+        uintptr_t ra, rbp = w.rbp;
+        if (!load(cfa - 8, w.lo, w.hi, &ra)) break;
+        if ((r.flags & RF_RBP_SAVED) && !load(cfa + (uintptr_t)(intptr_t)r.rbp_off, w.lo, w.hi, &rbp)) break;
+        if (ra == 0) return n;                          /* outermost frame */
+        w.guessed = (r.flags & RF_NOFDE) != 0;
+        w.exact = false;
+        w.pc = ra;
+        w.sp = cfa;
+        w.rbp = rbp;
+        pcs[n++] = ra;
+        if (n == max) { *truncated = HG_UNWIND_TRUNC_MAX; return n; }
+    }
+    *truncated = HG_UNWIND_TRUNC_CUT;
+    count_cut();
+    return n;
 }
 
 int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated) {
     *truncated = 0;
     if (max <= 0 || st->pc == 0) return 0;
     if (max > HG_UNWIND_MAX_FRAMES) max = HG_UNWIND_MAX_FRAMES;
-    if (hg_unlikely(atomic_load_explicit(&hg_mode, memory_order_relaxed) == HG_UNWIND_LIBUNWIND))
-        return unwind_slow(st, pcs, max, truncated);
 
     cache_entry *c = atomic_load_explicit(&hg_cache, memory_order_acquire);
     if (hg_unlikely(c == NULL)) {
         hg_unwind_init();
         c = atomic_load_explicit(&hg_cache, memory_order_acquire);
     }
-    if (hg_unlikely(hg_stack.hi == 0)) hg_unwind_thread_init();
-    const uintptr_t lo = hg_stack.lo, hi = hg_stack.hi;
+    /* Our own frame is mapped, and so is everything above it on this stack. */
+    const uintptr_t lo = (uintptr_t)__builtin_frame_address(0);
+    const uintptr_t hi = stack_hi(lo);
     const uint64_t tag = epoch_tag();
 
     /* Frame i: pc = its return address, sp = the callee's CFA, rbp = its RBP. */
     uintptr_t pc = st->pc, sp = st->cfa, rbp = st->rbp;
+    bool guessed = false;
     int n = 0;
     for (;;) {
         pcs[n++] = pc;
         const hg_rule r = rule_get(c, tag, pc);
-        if (hg_unlikely(r.flags & (RF_END | RF_UNSUP | RF_NOFDE))) {
+        if (hg_unlikely(r.flags & (RF_END | RF_UNSUP | RF_NOFDE | RF_SIGNAL))) {
             if (r.flags & RF_END) return n;
-            if (r.flags & RF_UNSUP) break;
-            /* No CFI: follow the frame-pointer chain, as libunwind guesses it
-             * (RBP == SP is fine: a frame with no locals).  RBP == 0 is the
-             * ABI's end-of-stack marker (e.g. ld.so's _dl_start_user running
-             * constructors).  An RBP that does not point a little way up this
-             * stack is left to libunwind's heuristics. */
+            if (r.flags & (RF_UNSUP | RF_SIGNAL | RF_NOOBJ)) break;
+            /* No CFI: follow the frame-pointer chain when RBP points a little
+             * way up this stack (RBP == SP is fine: a frame with no locals).
+             * RBP == 0 is the ABI's end-of-stack marker (e.g. ld.so's
+             * _dl_start_user running constructors). */
             if (rbp == 0) return n;
             if (rbp < sp || rbp - sp > 0x4000) break;
         }
@@ -699,20 +962,16 @@ int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated
         if (hg_unlikely(cfa <= sp)) break;                      /* must strictly grow */
         const uintptr_t ra_at = cfa - 8;
         if (hg_unlikely(!slot_ok(ra_at, lo, hi))) break;
-        if (r.flags & RF_RBP_SAVED) {
-            const uintptr_t rbp_at = cfa + (uintptr_t)(intptr_t)r.rbp_off;
-            if (hg_unlikely(!slot_ok(rbp_at, lo, hi))) break;
-            rbp = *(const uintptr_t *)rbp_at;
-        }
+        const uintptr_t rbp_at = cfa + (uintptr_t)(intptr_t)r.rbp_off;
+        if ((r.flags & RF_RBP_SAVED) && hg_unlikely(!slot_ok(rbp_at, lo, hi))) break;
+        if (r.flags & RF_RBP_SAVED) rbp = *(const uintptr_t *)rbp_at;
         pc = *(const uintptr_t *)ra_at;
         sp = cfa;
+        guessed = (r.flags & RF_NOFDE) != 0;
         if (pc == 0) return n;                                  /* outermost frame */
-        if (n == max) { *truncated = 1; return n; }
+        if (n == max) { *truncated = HG_UNWIND_TRUNC_MAX; return n; }
     }
-    atomic_fetch_add_explicit(&hg_fallbacks, 1, memory_order_relaxed);
-    uint64_t *sink = atomic_load_explicit(&hg_fallback_sink, memory_order_relaxed);
-    if (sink)
-        __atomic_fetch_add(sink, 1, __ATOMIC_RELAXED);
-    *truncated = 0;
-    return unwind_slow(st, pcs, max, truncated);
+    /* Frame n-1 needs more than the loop does: redo it, checked. */
+    const walk w = { pc, sp, rbp, lo, hi, false, guessed };
+    return walk_slow(c, tag, w, pcs, n, max, truncated);
 }

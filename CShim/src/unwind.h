@@ -1,22 +1,15 @@
-/* unwind.h -- fast stack unwinder for the shim's allocation wrappers.
+/* unwind.h -- stack unwinder for the shim's allocation wrappers.
  *
- * The fast path walks the stack with per-return-address CFI rules that are
- * computed once from .eh_frame (found via _dl_find_object) and kept in a
- * lock-free cache.  Anything the fast path cannot prove it handles correctly
- * (signal frames, DWARF expressions, CFA on some other register, a failed
- * bounds check, no FDE) makes the whole stack be redone with libunwind's
- * unw_backtrace, so results are always complete; the fallback is counted.
+ * Walks the stack with per-return-address CFI rules computed once from
+ * .eh_frame (found via _dl_find_object) and kept in a lock-free cache.
+ * Signal frames (glibc's rt_sigreturn trampoline), frames without an FDE
+ * (frame-pointer guess) and stacks the thread does not own are handled too;
+ * where no sound rule is left (CFI we cannot express, memory that cannot be
+ * read) the stack stops there and is reported cut short.
  *
  * Contract for the caller (the shim):
- *  - Call hg_unwind_init() once before the first hg_unwind() (it is also
- *    done lazily, but doing it early keeps the mmap off the first malloc).
- *  - hg_unwind() must run under the shim's reentrancy guard: the first call
- *    on each thread fetches the thread's stack bounds with
- *    pthread_getattr_np(), which allocates (and on the main thread opens
- *    /proc/self/maps), and the libunwind fallback may allocate too.  Nested
- *    malloc/free calls made from there must pass straight to the real
- *    allocator without unwinding.  hg_unwind_thread_init() does the per-thread
- *    part explicitly, for a shim that wants it at thread start instead.
+ *  - Calling hg_unwind_init() once early keeps the cache's mmap off the first
+ *    malloc (it is also done lazily).
  *  - Take the start state with HG_UNWIND_START() directly in the interposed
  *    function (malloc, free, ...), never in a helper: it reads that
  *    function's own frame.  The function must keep a frame pointer (the shim
@@ -27,9 +20,12 @@
  *  - After dlclose() call hg_unwind_invalidate(): cached rules are keyed by
  *    address and the range may be reused by the next mapping.
  *
- * Async-signal-safety: the fast path (cache hit or miss) takes no locks and
- * never allocates.  The first call on a thread and the libunwind fallback are
- * only as safe as pthread_getattr_np / unw_backtrace.
+ * Async-signal-safety: hg_unwind takes no locks, never allocates, and never
+ * opens, reads or writes a file descriptor (no libunwind: its memory
+ * validation uses a pipe inside the target).  Memory outside the part of the
+ * stack known to be mapped is read with process_vm_readv on ourselves, which
+ * fails instead of faulting.  So it may run in a signal handler that
+ * interrupted another hg_unwind on the same thread.
  */
 #ifndef HG_UNWIND_H
 #define HG_UNWIND_H
@@ -58,40 +54,43 @@ typedef struct hg_unwind_start {
         (st).rbp = *(const uintptr_t *)hg_fa__;                         \
     } while (0)
 
+/* Only the CFI unwinder exists since libunwind left the shim; HEAPGEN_UNWIND
+ * =libunwind (state.c still passes it on) has no effect any more. */
 enum hg_unwind_mode {
-    HG_UNWIND_FAST      = 0,   /* cached CFI rules, libunwind fallback (default) */
-    HG_UNWIND_LIBUNWIND = 1,   /* always unw_backtrace (for comparisons)          */
+    HG_UNWIND_FAST      = 0,
+    HG_UNWIND_LIBUNWIND = 1,   /* accepted, ignored */
 };
 
-/* mmap the rule cache and set libunwind's caching policy.  Idempotent,
- * thread-safe; 0 on success, -1 if the cache could not be mapped (hg_unwind
- * then still works, computing rules on every call). */
+/* How a stack ended early (*truncated of hg_unwind). */
+enum {
+    HG_UNWIND_TRUNC_MAX = 1,   /* more frames than `max`                       */
+    HG_UNWIND_TRUNC_CUT = 2,   /* the unwinder could not continue (counted)    */
+};
+
+/* mmap the rule cache, note RLIMIT_STACK.  Idempotent, thread-safe; 0 on
+ * success, -1 if the cache could not be mapped (hg_unwind then still works,
+ * computing rules on every call). */
 int hg_unwind_init(void);
 
-/* Fetch the calling thread's stack bounds (allocates; see above).  Called by
- * hg_unwind() on a thread's first use if the shim has not called it. */
-void hg_unwind_thread_init(void);
-
 /* Unwind from `st`: write up to `max` (<= HG_UNWIND_MAX_FRAMES) return
- * addresses to pcs, pcs[0] = st->pc, and return how many.  *truncated is set
- * to 1 if the stack had more frames than `max`, else 0. */
+ * addresses to pcs, pcs[0] = st->pc, and return how many.  Below a signal
+ * frame the entry is the interrupted instruction's address itself.
+ * *truncated is 0 for a complete stack, else HG_UNWIND_TRUNC_*. */
 int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated);
 
 /* Treat every cached rule as stale (call after dlclose). */
 void hg_unwind_invalidate(void);
 
-/* Stacks the fast path handed to libunwind (not counting HG_UNWIND_LIBUNWIND
- * mode). */
-uint64_t hg_unwind_fallbacks(void);
+/* Stacks cut short (HG_UNWIND_TRUNC_CUT) so far. */
+uint64_t hg_unwind_cut_stacks(void);
 
-/* Also count fallbacks into *counter (NULL: stop). The shim points this at
- * its segment header. */
+/* Stacks that needed the checked frame-by-frame walk (signal frames, frames
+ * without CFI and an unusual frame pointer, memory off the known stack). */
+uint64_t hg_unwind_slow_stacks(void);
+
+/* Also count cut stacks into *counter (NULL: stop).  The shim points this at
+ * its segment header's unwind_fallbacks (the field kept its name). */
 void hg_unwind_set_fallback_sink(uint64_t *counter);
-
-/* Fallbacks where libunwind's stack did not contain st->pc near its top, so
- * the leading shim frames were dropped by a fixed count instead (subset of
- * hg_unwind_fallbacks; expected to stay 0). */
-uint64_t hg_unwind_fallbacks_unaligned(void);
 
 void hg_unwind_set_mode(int mode);
 int  hg_unwind_get_mode(void);

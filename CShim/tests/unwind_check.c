@@ -1,4 +1,5 @@
 /* unwind_check.c -- hg_unwind vs libunwind's unw_backtrace, site by site.
+ * (libunwind is only the oracle here: the shim itself no longer links it.)
  *
  * Built by scripts/check-unwind with -O2 -fomit-frame-pointer, linking
  * unwind.c directly.  probe() plays the interposed malloc: it takes the start
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <ucontext.h>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -43,9 +45,11 @@ static _Atomic int g_pass, g_fail;
 static int g_verbose;
 static volatile int g_sink;
 
-enum { EXPECT_FAST = 1, EXPECT_FALLBACK = 2, EXPECT_TRUNC = 4 };
+/* EXPECT_FAST: the hot loop alone; EXPECT_SLOW: the checked walk was needed
+ * (signal frames); either way the stack must equal libunwind's. */
+enum { EXPECT_FAST = 1, EXPECT_SLOW = 2, EXPECT_TRUNC = 4, EXPECT_CUT = 8 };
 
-/* The fallback counter is global, so per-site fast/fallback expectations are
+/* The slow-walk counter is global, so per-site fast/slow expectations are
  * only checked on the main thread; the threads are checked as a whole. */
 static _Thread_local int t_in_threads;
 
@@ -77,9 +81,9 @@ void probe(const char *site, int max, int flags, probe_out *out) {
     HG_UNWIND_START(st);
     probe_out local;
     if (!out) out = &local;
-    uint64_t fb0 = hg_unwind_fallbacks();
+    uint64_t fb0 = hg_unwind_slow_stacks(), cut0 = hg_unwind_cut_stacks();
     out->n = hg_unwind(&st, out->pcs, max, &out->truncated);
-    uint64_t fb1 = hg_unwind_fallbacks();
+    uint64_t fb1 = hg_unwind_slow_stacks(), cut1 = hg_unwind_cut_stacks();
 
     void *ref[HG_UNWIND_MAX_FRAMES + 64];
     int nr = unw_backtrace(ref, (int)(sizeof ref / sizeof ref[0]));
@@ -92,36 +96,39 @@ void probe(const char *site, int max, int flags, probe_out *out) {
 
     if (out->n < 1 || out->pcs[0] != st.pc) { fail(site, "pcs[0] != start pc", out->pcs, out->n, r, nr); return; }
     int want_n = nr > max ? max : nr;
-    int want_trunc = nr > max;
+    int want_trunc = nr > max ? HG_UNWIND_TRUNC_MAX : (flags & EXPECT_CUT) ? HG_UNWIND_TRUNC_CUT : 0;
+    if ((cut1 != cut0) != !!(flags & EXPECT_CUT)) {
+        fail(site, flags & EXPECT_CUT ? "expected a cut" : "stack cut short", out->pcs, out->n, r, nr);
+        return;
+    }
     if (out->n != want_n) { fail(site, "frame count differs", out->pcs, out->n, r, nr); return; }
     if (out->truncated != want_trunc) { fail(site, "truncated flag differs", out->pcs, out->n, r, nr); return; }
     for (int i = 0; i < want_n; i++)
         if (out->pcs[i] != (uintptr_t)r[i]) { fail(site, "pc differs", out->pcs, out->n, r, nr); return; }
     if ((flags & EXPECT_TRUNC) && !out->truncated) { fail(site, "expected truncation", out->pcs, out->n, r, nr); return; }
-    if (!t_in_threads && hg_unwind_get_mode() == HG_UNWIND_FAST) {
-        if ((flags & EXPECT_FAST) && fb1 != fb0) { fail(site, "fast path fell back", out->pcs, out->n, r, nr); return; }
-        if ((flags & EXPECT_FALLBACK) && fb1 == fb0) { fail(site, "expected a fallback", out->pcs, out->n, r, nr); return; }
+    if (!t_in_threads) {
+        if ((flags & EXPECT_FAST) && fb1 != fb0) { fail(site, "hot loop left the stack to the slow walk", out->pcs, out->n, r, nr); return; }
+        if ((flags & EXPECT_SLOW) && fb1 == fb0) { fail(site, "expected the slow walk", out->pcs, out->n, r, nr); return; }
     }
     atomic_fetch_add(&g_pass, 1);
 }
 
-/* A start state whose pc libunwind cannot find: the fallback must drop the
- * leading frames by its fixed count and still start at the real caller. */
+/* A start state whose pc is in no object and whose RBP is garbage: the walk
+ * must stop after it, cut short, without touching unmapped memory. */
 static NOINLINE WITH_FP
-void probe_unaligned(void) {
+void probe_wild(void) {
     hg_unwind_start st;
     HG_UNWIND_START(st);
-    const uintptr_t real = st.pc;
-    st.pc = 0x1000;               /* nothing mapped there: UNSUP, then not found */
-    uint64_t u0 = hg_unwind_fallbacks_unaligned();
+    st.pc = 0x1000;               /* nothing mapped there */
+    st.rbp = 0x5a5a5a5a5a5a5a58;  /* nor there */
+    uint64_t c0 = hg_unwind_cut_stacks();
     uintptr_t pcs[64];
     int tr, n = hg_unwind(&st, pcs, 64, &tr);
-    if (n > 0 && pcs[0] == real && hg_unwind_fallbacks_unaligned() == u0 + 1) {
+    if (n == 1 && pcs[0] == 0x1000 && tr == HG_UNWIND_TRUNC_CUT && hg_unwind_cut_stacks() == c0 + 1) {
         atomic_fetch_add(&g_pass, 1);
     } else {
         atomic_fetch_add(&g_fail, 1);
-        fprintf(stderr, "FAIL unaligned-fallback: n=%d pcs[0]=%#lx want %#lx\n", n,
-                n > 0 ? (unsigned long)pcs[0] : 0ul, (unsigned long)real);
+        fprintf(stderr, "FAIL wild-start: n=%d truncated=%d\n", n, tr);
     }
 }
 
@@ -229,13 +236,36 @@ static volatile uintptr_t g_sig_ra;
 static probe_out g_sig_out;
 static void on_sig(int sig) {
     (void)sig;
-    chain_arg a = { "signal-handler", 128, EXPECT_FALLBACK, &g_sig_out };
+    chain_arg a = { "signal-handler", 128, EXPECT_SLOW, &g_sig_out };
     c_saves(&a, 1);
 }
 static NOINLINE void raise_sig(void) {
     g_sig_ra = (uintptr_t)__builtin_return_address(0);
     raise(SIGUSR1);
     g_sink++;
+}
+
+/* ---- a coroutine: makecontext on a heap stack, which is no thread's ----
+ * Its stack is unknown to the unwinder (every load goes through
+ * process_vm_readv); the walk must still equal libunwind's.  It ends at
+ * glibc's __start_context, whose CFA is in RBX (not recoverable): counted
+ * as cut short, where libunwind stops too. */
+
+static ucontext_t g_uc_main, g_uc_co;
+static void co_entry(void) {
+    chain_arg a = { "coroutine-stack", 128, EXPECT_SLOW | EXPECT_CUT, NULL };
+    c_saves(&a, 1);
+}
+static void run_coroutine(void) {
+    const size_t size = 1 << 20;
+    char *stack = malloc(size);
+    if (!stack || getcontext(&g_uc_co) != 0) { atomic_fetch_add(&g_fail, 1); return; }
+    g_uc_co.uc_stack.ss_sp = stack;
+    g_uc_co.uc_stack.ss_size = size;
+    g_uc_co.uc_link = &g_uc_main;
+    makecontext(&g_uc_co, co_entry, 0);
+    swapcontext(&g_uc_main, &g_uc_co);
+    free(stack);
 }
 
 /* ---- threads ---- */
@@ -260,7 +290,7 @@ static double now_ns(void) {
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static double t_fast, t_lu, t_raw, t_cold;
+static double t_fast, t_raw, t_cold;
 static int t_frames;
 
 /* Best of several rounds: the machine is shared, the minimum is the cost. */
@@ -285,9 +315,6 @@ void probe_time(const char *site, int max, int flags, probe_out *out) {
     int tr, n = 0;
     t_frames = hg_unwind(&st, pcs, max, &tr);
     TIME_BEST(t_fast, 7, 20000, n += hg_unwind(&st, pcs, max, &tr));
-    hg_unwind_set_mode(HG_UNWIND_LIBUNWIND);
-    TIME_BEST(t_lu, 7, 3000, n += hg_unwind(&st, pcs, max, &tr));
-    hg_unwind_set_mode(HG_UNWIND_FAST);
     TIME_BEST(t_raw, 7, 3000, n += unw_backtrace(raw, max));
     TIME_BEST(t_cold, 3, 300, hg_unwind_invalidate(); n += hg_unwind(&st, pcs, max, &tr));
     g_sink += n;
@@ -320,7 +347,6 @@ static void run_dl(const char *path) {
 int main(int argc, char **argv) {
     g_verbose = getenv("HG_UNWIND_VERBOSE") != NULL;
     hg_unwind_init();
-    hg_unwind_thread_init();
 
     /* chains of several depths, cold then warm cache */
     for (int pass = 0; pass < 2; pass++)
@@ -340,7 +366,7 @@ int main(int argc, char **argv) {
     run_qsort("qsort-comparator", EXPECT_FAST);
     run_noreturn("call-at-function-end", EXPECT_FAST);
 
-    /* signal handler: falls back, must still reach past the signal frame */
+    /* signal handler: the checked walk crosses the signal frame */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sig;
@@ -352,50 +378,65 @@ int main(int argc, char **argv) {
         if (seen) atomic_fetch_add(&g_pass, 1);
         else { atomic_fetch_add(&g_fail, 1); fprintf(stderr, "FAIL signal-handler: stack stops at the signal frame\n"); }
     }
+    /* the same handler on an alternate signal stack: the walk changes stacks */
+    {
+        static char alt[64 * 1024] __attribute__((aligned(16)));
+        stack_t ss = { .ss_sp = alt, .ss_size = sizeof alt, .ss_flags = 0 };
+        sigaltstack(&ss, NULL);
+        sa.sa_flags = SA_ONSTACK;
+        sigaction(SIGUSR1, &sa, NULL);
+        memset(&g_sig_out, 0, sizeof g_sig_out);
+        raise_sig();
+        int seen = 0;
+        for (int i = 0; i < g_sig_out.n; i++) seen |= g_sig_out.pcs[i] == g_sig_ra;
+        if (seen) atomic_fetch_add(&g_pass, 1);
+        else { atomic_fetch_add(&g_fail, 1); fprintf(stderr, "FAIL signal-altstack: stack stops at the signal frame\n"); }
+        ss.ss_flags = SS_DISABLE;
+        sigaltstack(&ss, NULL);
+        sa.sa_flags = 0;
+        sigaction(SIGUSR1, &sa, NULL);
+    }
+
+    run_coroutine();
 
     /* invalidation, then the same sites again (stale entries get recycled) */
     hg_unwind_invalidate();
     run_chain("chain-after-invalidate", 5, 128, EXPECT_FAST, NULL);
 
-    /* the libunwind mode gives the same answer */
-    hg_unwind_set_mode(HG_UNWIND_LIBUNWIND);
-    run_chain("mode-libunwind", 4, 128, 0, NULL);
-    hg_unwind_set_mode(HG_UNWIND_FAST);
-
-    probe_unaligned();
+    probe_wild();
 
     /* shared libraries built on the fly by check-unwind (C, C++ with EH) */
     for (int i = 1; i < argc; i++) run_dl(argv[i]);
 
     /* threads, concurrently (shared cache, invalidations mixed in); each
-     * compares every stack itself, and none may need the fallback */
+     * compares every stack itself, and none may need the slow walk */
     enum { NT = 4 };
     pthread_t th[NT];
-    uint64_t fb_threads = hg_unwind_fallbacks();
+    uint64_t fb_threads = hg_unwind_slow_stacks();
     for (long i = 0; i < NT; i++) pthread_create(&th[i], NULL, thread_main, (void *)i);
     for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
-    if (hg_unwind_fallbacks() != fb_threads) {
+    if (hg_unwind_slow_stacks() != fb_threads) {
         atomic_fetch_add(&g_fail, 1);
-        fprintf(stderr, "FAIL threads: %llu fallbacks\n",
-                (unsigned long long)(hg_unwind_fallbacks() - fb_threads));
+        fprintf(stderr, "FAIL threads: %llu slow walks\n",
+                (unsigned long long)(hg_unwind_slow_stacks() - fb_threads));
     }
 
     /* timing: a ~12-frame stack, and a 40-frame one for the per-frame slope */
-    uint64_t fb = hg_unwind_fallbacks();
+    uint64_t fb = hg_unwind_slow_stacks();
     t_chain(28, 0);
     double deep_fast = t_fast, deep_lu = t_raw;
     int deep_frames = t_frames;
     t_chain(7, 0);
-    printf("unwind: %d-frame stack: fast %.1f ns, libunwind %.1f ns (%.1f via hg_unwind), cold cache %.0f ns; "
+    printf("unwind: %d-frame stack: fast %.1f ns, libunwind %.1f ns, cold cache %.0f ns; "
            "%d frames: fast %.1f ns, libunwind %.1f ns; fast %.2f ns/frame\n",
-           t_frames, t_fast, t_raw, t_lu, t_cold, deep_frames, deep_fast, deep_lu,
+           t_frames, t_fast, t_raw, t_cold, deep_frames, deep_fast, deep_lu,
            (deep_fast - t_fast) / (deep_frames - t_frames));
-    if (hg_unwind_fallbacks() != fb) {
+    if (hg_unwind_slow_stacks() != fb) {
         atomic_fetch_add(&g_fail, 1);
-        fprintf(stderr, "FAIL timing: fast path fell back\n");
+        fprintf(stderr, "FAIL timing: the hot loop left the stack to the slow walk\n");
     }
-    printf("unwind: fallbacks %llu (unaligned %llu)\n",
-           (unsigned long long)hg_unwind_fallbacks(), (unsigned long long)hg_unwind_fallbacks_unaligned());
+    printf("unwind: slow walks %llu, cut short %llu\n",
+           (unsigned long long)hg_unwind_slow_stacks(), (unsigned long long)hg_unwind_cut_stacks());
     int p = atomic_load(&g_pass), f = atomic_load(&g_fail);
     printf("%d passed, %d failed\n", p, f);
     return f ? 1 : 0;

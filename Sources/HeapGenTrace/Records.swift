@@ -152,7 +152,8 @@ public struct EndRecord: Sendable, Equatable, Codable {
     public var arenaFull: UInt64
     /// `free(NULL)` calls, which are counted but not recorded.
     public var freeNullCalls: UInt64
-    /// Stacks unwound with the fallback unwinder.
+    /// Stacks the unwinder cut short (it could not go on: CFI it cannot
+    /// express, unreadable memory); such a stack ends at its last good frame.
     public var unwindFallbacks: UInt64
     /// Number of alloc, free, reallocUndo and mark records in the file.
     /// ``TraceWriter/finish(_:)`` ignores the value passed and writes its own count.

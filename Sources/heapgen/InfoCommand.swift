@@ -96,7 +96,7 @@ enum SummaryTable {
         if e.lostEvents > 0 || s.lostEvents > 0 { rows.append(("lost events", HumanUnits.count(max(e.lostEvents, s.lostEvents)))) }
         if e.tornEvents > 0 { rows.append(("torn events", HumanUnits.count(e.tornEvents))) }
         if e.arenaFull > 0 { rows.append(("arena full", HumanUnits.count(e.arenaFull))) }
-        if e.unwindFallbacks > 0 { rows.append(("unwind fallbacks", HumanUnits.count(e.unwindFallbacks))) }
+        if e.unwindFallbacks > 0 { rows.append(("stacks cut short", HumanUnits.count(e.unwindFallbacks))) }
         let problemCount = s.unknownFrees + s.doubleAllocations + s.badUndos
         if problemCount > 0 {
             rows.append(("problems", "\(HumanUnits.count(s.unknownFrees)) unknown frees, \(HumanUnits.count(s.doubleAllocations)) double allocations, \(HumanUnits.count(s.badUndos)) bad undos"))
