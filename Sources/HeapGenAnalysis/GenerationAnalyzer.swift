@@ -8,7 +8,9 @@ import HeapGenTrace
 ///
 /// Feed the records of one trace in order with ``consume(_:)``, then call ``finish()``
 /// (which may be called at any point, and again after more records). One pass; memory
-/// is proportional to the live blocks plus sites × marks, never to the number of events.
+/// is proportional to the live blocks plus sites + marks + the points of the site series
+/// (a site's live counts are kept only at marks where they changed), never to
+/// sites × marks, nor to the number of events.
 ///
 /// ## Semantics
 /// - **Generations** are split by ordinary marks (see ``GenerationStats``). A mark labelled

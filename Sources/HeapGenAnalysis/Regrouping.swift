@@ -86,7 +86,8 @@ extension Analysis {
     ///
     /// Without curves (``canRegroup`` false: a decoded analysis), every finding is alone.
     ///
-    /// Cost: O(candidates) calls of `key` plus O(marks) per member of a group of two or more.
+    /// Cost: O(candidates) calls of `key` plus, per member of a group of two or more,
+    /// O(points of its series × log marks): never O(marks) per site.
     ///
     /// - Returns: findings in report order (``Finding/reportOrder(_:_:)`` on
     ///   ``GroupedFinding/finding``).

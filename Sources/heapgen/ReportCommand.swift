@@ -13,7 +13,8 @@ struct ReportCommand: ParsableCommand {
             caches, listed apart and never a failure.
 
             Exits with 65 if the trace is corrupt, truncated or not a trace, 66 if it cannot \
-            be opened, 125 if the report cannot be written.
+            be opened, 125 if the report cannot be written (also when a JSON report would list \
+            more than 8,000,000 per-cycle values: tens of thousands of findings over thousands of marks).
             """
     )
 
