@@ -44,10 +44,12 @@ public struct Finding: Codable, Sendable, Equatable {
     public var cycles: Int
     /// Judged cycles that grew.
     public var cyclesWithGrowth: Int
-    /// Change of the site's live objects over every cycle, warm-up included (index 0 = cycle 1).
-    public var objectsPerCycle: [Int]
-    /// Change of the site's live bytes over every cycle, warm-up included (index 0 = cycle 1).
-    public var bytesPerCycle: [Int]
+    /// Change of the site's live objects over every cycle, warm-up included (index 0 = cycle 1),
+    /// sparse (``objectsPerCycle`` is the plain array).
+    public var objectsSeries: CycleSeries
+    /// Change of the site's live bytes over every cycle, warm-up included (index 0 = cycle 1),
+    /// sparse (``bytesPerCycle`` is the plain array).
+    public var bytesSeries: CycleSeries
     /// Blocks of the site live at the final snapshot that were allocated in a judged cycle:
     /// what the cycles left behind.
     public var survivingObjects: UInt64
@@ -80,8 +82,8 @@ public struct Finding: Codable, Sendable, Equatable {
         self.typeName = typeName
         self.cycles = cycles
         self.cyclesWithGrowth = cyclesWithGrowth
-        self.objectsPerCycle = objectsPerCycle
-        self.bytesPerCycle = bytesPerCycle
+        self.objectsSeries = CycleSeries(objectsPerCycle)
+        self.bytesSeries = CycleSeries(bytesPerCycle)
         self.survivingObjects = survivingObjects
         self.survivingBytes = survivingBytes
         self.averageBytesPerCycle = averageBytesPerCycle
@@ -91,6 +93,26 @@ public struct Finding: Codable, Sendable, Equatable {
         self.snapshotBytes = snapshotBytes
         self.liveAtExitObjects = liveAtExitObjects
         self.liveAtExitBytes = liveAtExitBytes
+    }
+
+    /// Change of the site's live objects over every cycle, warm-up included (index 0 = cycle 1).
+    public var objectsPerCycle: [Int] {
+        get { objectsSeries.dense }
+        set { objectsSeries = CycleSeries(newValue) }
+    }
+
+    /// Change of the site's live bytes over every cycle, warm-up included (index 0 = cycle 1).
+    public var bytesPerCycle: [Int] {
+        get { bytesSeries.dense }
+        set { bytesSeries = CycleSeries(newValue) }
+    }
+
+    /// The JSON keys are those of the plain arrays (the series encode as arrays).
+    private enum CodingKeys: String, CodingKey {
+        case kind, stackID, typeID, typeName, cycles, cyclesWithGrowth
+        case objectsSeries = "objectsPerCycle", bytesSeries = "bytesPerCycle"
+        case survivingObjects, survivingBytes, averageBytesPerCycle, averageObjectsPerCycle, firstCycleWithGrowth
+        case snapshotObjects, snapshotBytes, liveAtExitObjects, liveAtExitBytes
     }
 
     /// Report order: kind (abandoned, leaked, cache), then average bytes per cycle

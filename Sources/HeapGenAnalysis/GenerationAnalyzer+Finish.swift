@@ -5,7 +5,9 @@ import HeapGenTrace
 extension GenerationAnalyzer {
     /// The analysis of the records consumed so far.
     ///
-    /// Cost: one walk over the live blocks plus O(sites × marks); the analyzer is not changed.
+    /// Cost: one walk over the live blocks plus O(sites + marks + series points × log marks);
+    /// memory grows with sites + marks + series points, never with sites × marks. The
+    /// analyzer is not changed.
     public func finish() -> Analysis {
         var notes: [String] = []
         let warmUp = max(0, options.warmUp)
@@ -102,24 +104,18 @@ extension GenerationAnalyzer {
         var findings: [Finding] = []
         var behaviors = [AllocationSite.Behavior](repeating: .flat, count: sites.count)
         var snapshotLive = [ObjectsAndBytes](repeating: ObjectsAndBytes(), count: sites.count)
-        var rollups: [UInt32: (rollup: TypeRollup, objects: [Int], bytes: [Int])] = [:]
-        var curve = SiteCurve(objects: [Int](repeating: 0, count: markCount),
-                              bytes: [Int](repeating: 0, count: markCount), snapshotObjects: 0, snapshotBytes: 0)
+        /// Per type: the rollup and the changes of its sites' curves, (cycle, objects, bytes).
+        var rollups: [UInt32: (rollup: TypeRollup, deltas: [(cycle: Int, objects: Int, bytes: Int)])] = [:]
         var exitLive = [ObjectsAndBytes](repeating: ObjectsAndBytes(), count: sites.count)
         var candidates: [UInt32] = []
         for s in sites.indices {
             let site = sites[s]
             exitLive[s] = ObjectsAndBytes(objects: site.liveObjects, bytes: site.liveBytes)
-            for j in 0..<markCount {
-                curve.objects[j] = 0
-                curve.bytes[j] = 0
-            }
-            curve.snapshotObjects = 0
-            curve.snapshotBytes = 0
-            curve.add(series[s], ordinary: ordinary, snapshotMark: snapshotMark, liveAtEnd: exitLive[s])
+            let curve = SiteCurve(points: series[s], ordinary: ordinary, snapshotMark: snapshotMark,
+                                  liveAtEnd: exitLive[s])
             snapshotLive[s] = ObjectsAndBytes(objects: curve.snapshotObjects, bytes: curve.snapshotBytes)
             if curve.snapshotObjects != 0 || curve.snapshotBytes != 0 || (unreachable != nil && site.liveObjects > 0)
-                || curve.objects.contains(where: { $0 != 0 }) || curve.bytes.contains(where: { $0 != 0 }) {
+                || curve.isNonzeroAtSomeMark {
                 candidates.append(UInt32(s))
             }
             let verdict = Classifier.judge(curve, options: options)
@@ -132,15 +128,16 @@ extension GenerationAnalyzer {
                                         totals: totals))
             } else if verdict.aboveSetupAtSnapshot {
                 behaviors[s] = .grown
-            } else if markCount > 0 && epochGeneration[Int(site.peakEpoch)] >= 1 && site.peakBytes > curve.bytes[0] {
+            } else if markCount > 0 && epochGeneration[Int(site.peakEpoch)] >= 1
+                        && site.peakBytes > curve.value(at: 0).bytes {
                 behaviors[s] = .transient
             }
             if site.type != 0 {
                 var entry = rollups[site.type] ?? (
                     TypeRollup(typeID: site.type, typeName: typeNames[site.type], sites: 0, allocations: 0,
                                allocatedBytes: 0, snapshotObjects: 0, snapshotBytes: 0, liveAtExitObjects: 0,
-                               liveAtExitBytes: 0, objectsPerCycle: [], bytesPerCycle: []),
-                    [Int](repeating: 0, count: markCount), [Int](repeating: 0, count: markCount))
+                               liveAtExitBytes: 0, objectsPerCycle: [], bytesPerCycle: []), [])
+                rollups[site.type] = nil
                 entry.rollup.sites += 1
                 entry.rollup.allocations &+= site.allocations
                 entry.rollup.allocatedBytes &+= site.allocatedBytes
@@ -148,20 +145,27 @@ extension GenerationAnalyzer {
                 entry.rollup.snapshotBytes &+= UInt64(clamping: curve.snapshotBytes)
                 entry.rollup.liveAtExitObjects &+= UInt64(clamping: site.liveObjects)
                 entry.rollup.liveAtExitBytes &+= UInt64(clamping: site.liveBytes)
-                for j in 0..<markCount {
-                    entry.objects[j] &+= curve.objects[j]
-                    entry.bytes[j] &+= curve.bytes[j]
-                }
+                entry.deltas += curve.deltas
                 rollups[site.type] = entry
             }
         }
         findings.sort(by: Finding.reportOrder)
+        let cycleCount = markCount > 1 ? markCount - 1 : 0
         var typeRollups: [TypeRollup] = rollups.values.map { entry in
             var rollup = entry.rollup
-            if markCount > 1 {
-                rollup.objectsPerCycle = (1..<markCount).map { entry.objects[$0] - entry.objects[$0 - 1] }
-                rollup.bytesPerCycle = (1..<markCount).map { entry.bytes[$0] - entry.bytes[$0 - 1] }
+            // The type's change in a cycle is the sum of its sites' changes.
+            var objects: [(index: Int, value: Int)] = [], bytes: [(index: Int, value: Int)] = []
+            for d in entry.deltas.sorted(by: { $0.cycle < $1.cycle }) {
+                if let last = objects.last, last.index == d.cycle {
+                    objects[objects.count - 1].value &+= d.objects
+                    bytes[bytes.count - 1].value &+= d.bytes
+                } else {
+                    objects.append((d.cycle, d.objects))
+                    bytes.append((d.cycle, d.bytes))
+                }
             }
+            rollup.objectsSeries = CycleSeries(count: cycleCount, increasing: objects)
+            rollup.bytesSeries = CycleSeries(count: cycleCount, increasing: bytes)
             return rollup
         }
         typeRollups.sort { a, b in

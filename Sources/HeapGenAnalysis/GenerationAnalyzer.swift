@@ -8,7 +8,9 @@ import HeapGenTrace
 ///
 /// Feed the records of one trace in order with ``consume(_:)``, then call ``finish()``
 /// (which may be called at any point, and again after more records). One pass; memory
-/// is proportional to the live blocks plus sites × marks, never to the number of events.
+/// is proportional to the live blocks plus sites + marks + the points of the site series
+/// (a site's live counts are kept only at marks where they changed), never to
+/// sites × marks, nor to the number of events.
 ///
 /// ## Semantics
 /// - **Generations** are split by ordinary marks (see ``GenerationStats``). A mark labelled
@@ -24,7 +26,10 @@ import HeapGenTrace
 ///   than 4096 are kept (the oldest half goes). A stale entry is harmless: an undo always
 ///   follows its own `free(.realloc)` of that address. Agrees with ``TraceSummary`` on consistent traces.
 /// - A free of an address that is not live is counted in ``AnalysisTotals/untrackedFrees``.
-/// - **Sites** are (stack id, type id) pairs; see ``AllocationSite`` and ``TypeRollup``.
+/// - **Sites** are (stack id, type id) pairs; see ``AllocationSite`` and ``TypeRollup``. Stack
+///   ids that are one code path in different module load epochs (the shim defines every
+///   stack again after a module load or unload) count as the first of them
+///   (``StackIdentity``), so a library loaded and unloaded k times is one site, not k.
 ///   The analysis keeps the live counts of every site at the marks, so that sites a caller
 ///   knows to be one (a source call the compiler duplicated) can be judged together:
 ///   ``Analysis/regrouped(by:)``.
@@ -48,6 +53,11 @@ public struct GenerationAnalyzer {
     /// By stack id (below ``directStackLimit``): the first site seen with that stack.
     var stackSites: [StackSite] = []
     var siteByKey: [UInt64: UInt32] = [:]
+    /// Stacks that are one code path (the shim defines stacks again after each module load
+    /// or unload): see ``StackIdentity``.
+    var stackIdentity = StackIdentity()
+    /// Stack id → the first stack id with the same module-relative frames, where different.
+    var stackAlias: [UInt32: UInt32] = [:]
 
     // Epochs: the parts between two marks of any kind. A block remembers its epoch.
     var epoch: UInt32 = 0
@@ -169,12 +179,16 @@ public struct GenerationAnalyzer {
         case let .stack(id, frames):
             stackFrames[id] = frames
             stackRecords[id] = recordIndex
+            let first = stackIdentity.canonical(id, frames: frames)
+            if first != id { stackAlias[id] = first }
         case let .type(id, _, name):
             typeNames[id] = name
         case let .moduleLoad(module):
+            stackIdentity.load(module)
             modules.append(ModuleEvent(kind: .load, loadBias: module.loadBias, module: module,
                                        recordIndex: recordIndex, generation: generation))
         case let .moduleUnload(loadBias):
+            stackIdentity.unload(loadBias: loadBias)
             modules.append(ModuleEvent(kind: .unload, loadBias: loadBias, module: nil,
                                        recordIndex: recordIndex, generation: generation))
         case .threadStart:
@@ -200,6 +214,7 @@ public struct GenerationAnalyzer {
         totals.allocatedBytes &+= size
         current.allocations &+= 1
         current.allocatedBytes &+= size
+        let stack = stackAlias.isEmpty ? stack : stackAlias[stack] ?? stack
         let site = siteIndex(stack: stack, type: type)
         sites[Int(site)].allocations &+= 1
         sites[Int(site)].allocatedBytes &+= size

@@ -86,7 +86,8 @@ extension Analysis {
     ///
     /// Without curves (``canRegroup`` false: a decoded analysis), every finding is alone.
     ///
-    /// Cost: O(candidates) calls of `key` plus O(marks) per member of a group of two or more.
+    /// Cost: O(candidates) calls of `key` plus, per member of a group of two or more,
+    /// O(points of its series × log marks): never O(marks) per site.
     ///
     /// - Returns: findings in report order (``Finding/reportOrder(_:_:)`` on
     ///   ``GroupedFinding/finding``).
@@ -113,22 +114,17 @@ extension Analysis {
         var out: [GroupedFinding] = []
         var regrouped = Set<SiteID>()
         let markCount = data.ordinary.count
-        var curve = SiteCurve(objects: [Int](repeating: 0, count: markCount),
-                              bytes: [Int](repeating: 0, count: markCount), snapshotObjects: 0, snapshotBytes: 0)
         for members in groups where members.count > 1 {
-            for j in 0..<markCount {
-                curve.objects[j] = 0
-                curve.bytes[j] = 0
-            }
-            curve.snapshotObjects = 0
-            curve.snapshotBytes = 0
             var totals = SiteTotals()
+            var curves: [SiteCurve] = []
+            curves.reserveCapacity(members.count)
             for s in members {
                 regrouped.insert(SiteID(stackID: data.stacks[s], typeID: data.types[s]))
-                curve.add(data.series[s], ordinary: data.ordinary, snapshotMark: data.snapshotMark,
-                          liveAtEnd: data.exit[s])
+                curves.append(SiteCurve(points: data.series[s], ordinary: data.ordinary,
+                                        snapshotMark: data.snapshotMark, liveAtEnd: data.exit[s]))
                 totals.add(data.totals(of: s))
             }
+            let curve = SiteCurve.sum(curves, markCount: markCount)
             let ordered = members.sorted { a, b in
                 let x = data.survivors[a], y = data.survivors[b]
                 if x.bytes != y.bytes { return x.bytes > y.bytes }
@@ -207,32 +203,30 @@ struct RegroupingData: Sendable, Equatable {
 }
 
 extension SiteCurve {
-    /// Adds a site's sparse `points` (live counts from a mark of ``Analysis/marks`` on) at every
-    /// ordinary mark and at the final snapshot (`snapshotMark`, never before the last ordinary
-    /// mark; `nil` = the end of the trace, where the site had `liveAtEnd`).
-    mutating func add(_ points: [SeriesPoint], ordinary: [Int], snapshotMark: Int?, liveAtEnd: ObjectsAndBytes) {
-        var p = 0
-        var objects = 0, bytes = 0
-        for (j, mark) in ordinary.enumerated() {
-            while p < points.count && Int(points[p].mark) <= mark {
-                objects = points[p].objects
-                bytes = points[p].bytes
-                p += 1
+    /// The curve of a site from its sparse `points` (live counts from a mark of
+    /// ``Analysis/marks`` on): its counts at every ordinary mark (indices `ordinary`) and at
+    /// the final snapshot (`snapshotMark`, never before the last ordinary mark; `nil` = the
+    /// end of the trace, where the site had `liveAtEnd`). Cost: O(points × log marks).
+    init(points: [SeriesPoint], ordinary: [Int], snapshotMark: Int?, liveAtEnd: ObjectsAndBytes) {
+        self.init(markCount: ordinary.count)
+        var snapshot = (objects: 0, bytes: 0)
+        for p in points {
+            let mark = Int(p.mark)
+            // The first ordinary mark at or after this point sees it.
+            var low = 0, high = ordinary.count
+            while low < high {
+                let mid = (low + high) / 2
+                if ordinary[mid] < mark { low = mid + 1 } else { high = mid }
             }
-            self.objects[j] &+= objects
-            self.bytes[j] &+= bytes
+            if low < ordinary.count { set(p.objects, p.bytes, from: low) }
+            if let snapshotMark, mark <= snapshotMark { snapshot = (p.objects, p.bytes) }
         }
-        if let snapshotMark {
-            while p < points.count && Int(points[p].mark) <= snapshotMark {
-                objects = points[p].objects
-                bytes = points[p].bytes
-                p += 1
-            }
-            snapshotObjects &+= objects
-            snapshotBytes &+= bytes
+        if snapshotMark != nil {
+            snapshotObjects = snapshot.objects
+            snapshotBytes = snapshot.bytes
         } else {
-            snapshotObjects &+= liveAtEnd.objects
-            snapshotBytes &+= liveAtEnd.bytes
+            snapshotObjects = liveAtEnd.objects
+            snapshotBytes = liveAtEnd.bytes
         }
     }
 }
@@ -255,7 +249,7 @@ extension Finding {
         self.init(
             kind: kind, stackID: stackID, typeID: typeID, typeName: typeName,
             cycles: verdict.judgedCycles, cyclesWithGrowth: verdict.cyclesWithGrowth,
-            objectsPerCycle: verdict.objectDeltas, bytesPerCycle: verdict.byteDeltas,
+            objectsPerCycle: [], bytesPerCycle: [],
             survivingObjects: UInt64(clamping: totals.survivors.objects),
             survivingBytes: UInt64(clamping: totals.survivors.bytes),
             averageBytesPerCycle: verdict.averageBytesPerCycle,
@@ -265,5 +259,7 @@ extension Finding {
             snapshotBytes: UInt64(clamping: curve.snapshotBytes),
             liveAtExitObjects: UInt64(clamping: totals.exit.objects),
             liveAtExitBytes: UInt64(clamping: totals.exit.bytes))
+        objectsSeries = verdict.objectDeltas
+        bytesSeries = verdict.byteDeltas
     }
 }

@@ -20,10 +20,12 @@ public struct TypeRollup: Codable, Sendable, Equatable {
     public var liveAtExitObjects: UInt64
     /// Live requested bytes of the type at the end of the trace.
     public var liveAtExitBytes: UInt64
-    /// Change of the type's live objects over every cycle (index 0 = cycle 1).
-    public var objectsPerCycle: [Int]
-    /// Change of the type's live bytes over every cycle (index 0 = cycle 1).
-    public var bytesPerCycle: [Int]
+    /// Change of the type's live objects over every cycle (index 0 = cycle 1), sparse
+    /// (``objectsPerCycle`` is the plain array).
+    public var objectsSeries: CycleSeries
+    /// Change of the type's live bytes over every cycle (index 0 = cycle 1), sparse
+    /// (``bytesPerCycle`` is the plain array).
+    public var bytesSeries: CycleSeries
 
     /// Creates a rollup (the analyzer makes these; public for tests and tools).
     public init(typeID: UInt32, typeName: String?, sites: Int, allocations: UInt64, allocatedBytes: UInt64,
@@ -38,7 +40,26 @@ public struct TypeRollup: Codable, Sendable, Equatable {
         self.snapshotBytes = snapshotBytes
         self.liveAtExitObjects = liveAtExitObjects
         self.liveAtExitBytes = liveAtExitBytes
-        self.objectsPerCycle = objectsPerCycle
-        self.bytesPerCycle = bytesPerCycle
+        self.objectsSeries = CycleSeries(objectsPerCycle)
+        self.bytesSeries = CycleSeries(bytesPerCycle)
+    }
+
+    /// Change of the type's live objects over every cycle (index 0 = cycle 1).
+    public var objectsPerCycle: [Int] {
+        get { objectsSeries.dense }
+        set { objectsSeries = CycleSeries(newValue) }
+    }
+
+    /// Change of the type's live bytes over every cycle (index 0 = cycle 1).
+    public var bytesPerCycle: [Int] {
+        get { bytesSeries.dense }
+        set { bytesSeries = CycleSeries(newValue) }
+    }
+
+    /// The JSON keys are those of the plain arrays (the series encode as arrays).
+    private enum CodingKeys: String, CodingKey {
+        case typeID, typeName, sites, allocations, allocatedBytes, snapshotObjects, snapshotBytes
+        case liveAtExitObjects, liveAtExitBytes
+        case objectsSeries = "objectsPerCycle", bytesSeries = "bytesPerCycle"
     }
 }

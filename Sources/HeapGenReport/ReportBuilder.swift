@@ -153,7 +153,7 @@ public struct ReportBuilder {
             return Report.Finding(
                 kind: Report.Finding.Kind(f.kind), typeName: f.typeName, frames: stack,
                 userFrame: OwnCode.firstUserFrame(stack), cycles: f.cycles, cyclesWithGrowth: f.cyclesWithGrowth,
-                objectsPerCycle: f.objectsPerCycle, bytesPerCycle: f.bytesPerCycle,
+                objectsSeries: f.objectsSeries, bytesSeries: f.bytesSeries,
                 averageBytesPerCycle: Int(f.averageBytesPerCycle.rounded()),
                 survivingObjects: f.survivingObjects, survivingBytes: f.survivingBytes)
         }

@@ -1,5 +1,7 @@
 // One finding of a report.
 
+import HeapGenAnalysis
+
 extension Report {
     /// A site (stack and Swift type) whose memory the cycles left behind, or a cache.
     public struct Finding: Codable, Sendable, Equatable {
@@ -27,10 +29,11 @@ extension Report {
         public var cycles: Int
         /// Judged cycles that grew.
         public var cyclesWithGrowth: Int
-        /// Change of live objects in every cycle, warm-up included (index 0 = cycle 1).
-        public var objectsPerCycle: [Int]
-        /// Change of live bytes in every cycle, warm-up included.
-        public var bytesPerCycle: [Int]
+        /// Change of live objects in every cycle, warm-up included (index 0 = cycle 1), sparse
+        /// (``objectsPerCycle`` is the plain array).
+        public var objectsSeries: CycleSeries
+        /// Change of live bytes in every cycle, warm-up included, sparse (``bytesPerCycle``).
+        public var bytesSeries: CycleSeries
         /// Mean bytes per judged cycle, rounded.
         public var averageBytesPerCycle: Int
         /// Blocks allocated in judged cycles and still live at the final snapshot.
@@ -48,17 +51,41 @@ extension Report {
             self.userFrame = userFrame
             self.cycles = cycles
             self.cyclesWithGrowth = cyclesWithGrowth
-            self.objectsPerCycle = objectsPerCycle
-            self.bytesPerCycle = bytesPerCycle
+            self.objectsSeries = CycleSeries(objectsPerCycle)
+            self.bytesSeries = CycleSeries(bytesPerCycle)
             self.averageBytesPerCycle = averageBytesPerCycle
             self.survivingObjects = survivingObjects
             self.survivingBytes = survivingBytes
         }
 
+        /// Creates a finding from sparse per-cycle series.
+        public init(kind: Kind, typeName: String?, frames: [Frame], userFrame: Int?, cycles: Int,
+                    cyclesWithGrowth: Int, objectsSeries: CycleSeries, bytesSeries: CycleSeries,
+                    averageBytesPerCycle: Int, survivingObjects: UInt64, survivingBytes: UInt64) {
+            self.init(kind: kind, typeName: typeName, frames: frames, userFrame: userFrame, cycles: cycles,
+                      cyclesWithGrowth: cyclesWithGrowth, objectsPerCycle: [], bytesPerCycle: [],
+                      averageBytesPerCycle: averageBytesPerCycle, survivingObjects: survivingObjects,
+                      survivingBytes: survivingBytes)
+            self.objectsSeries = objectsSeries
+            self.bytesSeries = bytesSeries
+        }
+
+        /// Change of live objects in every cycle, warm-up included (index 0 = cycle 1).
+        public var objectsPerCycle: [Int] {
+            get { objectsSeries.dense }
+            set { objectsSeries = CycleSeries(newValue) }
+        }
+
+        /// Change of live bytes in every cycle, warm-up included.
+        public var bytesPerCycle: [Int] {
+            get { bytesSeries.dense }
+            set { bytesSeries = CycleSeries(newValue) }
+        }
+
         /// Mean change of live objects over the judged (last ``cycles``) cycles; 0 if none.
         public var averageObjectsPerCycle: Double {
-            let judged = objectsPerCycle.suffix(max(0, cycles))
-            return judged.isEmpty ? 0 : Double(judged.reduce(0, +)) / Double(judged.count)
+            let judged = min(max(0, cycles), objectsSeries.count)
+            return judged == 0 ? 0 : Double(objectsSeries.sum(from: objectsSeries.count - judged)) / Double(judged)
         }
 
         /// True if no frame of the stack is the program's own code (``OwnCode/isLibraryOnly(_:)``):
@@ -72,7 +99,8 @@ extension Report {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case kind, typeName, frames, userFrame, cycles, cyclesWithGrowth, objectsPerCycle, bytesPerCycle
+            case kind, typeName, frames, userFrame, cycles, cyclesWithGrowth
+            case objectsSeries = "objectsPerCycle", bytesSeries = "bytesPerCycle"
             case averageBytesPerCycle, survivingObjects, survivingBytes
         }
 
@@ -90,8 +118,8 @@ extension Report {
             try c.encode(userFrame, forKey: .userFrame)
             try c.encode(cycles, forKey: .cycles)
             try c.encode(cyclesWithGrowth, forKey: .cyclesWithGrowth)
-            try c.encode(objectsPerCycle, forKey: .objectsPerCycle)
-            try c.encode(bytesPerCycle, forKey: .bytesPerCycle)
+            try c.encode(objectsSeries, forKey: .objectsSeries)
+            try c.encode(bytesSeries, forKey: .bytesSeries)
             try c.encode(averageBytesPerCycle, forKey: .averageBytesPerCycle)
             try c.encode(survivingObjects, forKey: .survivingObjects)
             try c.encode(survivingBytes, forKey: .survivingBytes)

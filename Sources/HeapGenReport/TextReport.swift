@@ -193,12 +193,14 @@ public enum TextReport {
     /// frames above the user frame) are shown as one entry with their deltas summed.
     static func growthFindings(_ findings: [Report.Finding], _ style: TextStyle, limit: Int = maxFindings) -> [String] {
         var merged: [(finding: Report.Finding, sites: Int, key: [String])] = []
+        var index: [[String]: Int] = [:]
         for f in findings {
             let key = [title(f)] + stack(f.frames, from: f.userFrame, TextStyle(enabled: false))
-            if let i = merged.firstIndex(where: { $0.key == key }) {
+            if let i = index[key] {
                 merged[i].finding = summed(merged[i].finding, f)
                 merged[i].sites += 1
             } else {
+                index[key] = merged.count
                 merged.append((f, 1, key))
             }
         }
@@ -281,13 +283,14 @@ public enum TextReport {
                 order.append(location)
             }
             groups[location]!.sites += 1
-            groups[location]!.objects += f.objectsPerCycle.reduce(0, +)
-            groups[location]!.bytes += f.bytesPerCycle.reduce(0, +)
+            groups[location]!.objects += f.objectsSeries.sum()
+            groups[location]!.bytes += f.bytesSeries.sum()
             if let typeName = f.typeName, !groups[location]!.typeNames.contains(typeName) {
                 groups[location]!.typeNames.append(typeName)
             }
-            let n = min(f.objectsPerCycle.count, f.bytesPerCycle.count)
-            if let last = (0..<n).last(where: { f.objectsPerCycle[$0] > 0 || f.bytesPerCycle[$0] > 0 }) {
+            let n = min(f.objectsSeries.count, f.bytesSeries.count)
+            if let last = (f.objectsSeries.nonzero + f.bytesSeries.nonzero)
+                .filter({ $0.index < n && $0.value > 0 }).map(\.index).max() {
                 groups[location]!.lastGrowth = max(groups[location]!.lastGrowth, last + 1)
             }
         }

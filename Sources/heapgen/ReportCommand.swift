@@ -14,7 +14,9 @@ struct ReportCommand: ParsableCommand {
 
             A trace whose collector was killed is reported up to its last whole chunk, with \
             a warning. Exits with 65 if the trace is corrupt or not a trace, 66 if it cannot \
-            be opened or is not a regular file, 125 if the report cannot be written.
+            be opened or is not a regular file, 125 if the report cannot be written (also when \
+            a JSON report would list more than 8,000,000 per-cycle values: tens of thousands of \
+            findings over thousands of marks).
             """
     )
 
