@@ -123,8 +123,9 @@ public struct GenerationAnalyzer {
         var batch = EventBatch()
         try reader.forEach { record in
             switch record {
-            case let .allocation(_, address, size, stack, type):
-                batch.append(HeapEvent(kind: .allocation, address: address, size: size, stack: stack, type: type))
+            case let .allocation(function, address, size, stack, type):
+                batch.append(HeapEvent(kind: function == .inherited ? .inherited : .allocation, address: address,
+                                       size: size, stack: stack, type: type))
             case let .free(function, address):
                 batch.append(HeapEvent(kind: function == .realloc ? .reallocFree : .free, address: address))
             case let .reallocUndo(address):
@@ -154,6 +155,8 @@ public struct GenerationAnalyzer {
             let event = batch.events[i]
             switch event.kind {
             case .allocation: allocate(address: event.address, size: event.size, stack: event.stack, type: event.type)
+            case .inherited:
+                allocate(address: event.address, size: event.size, stack: event.stack, type: event.type, inherited: true)
             case .free: free(address: event.address, realloc: false)
             case .reallocFree: free(address: event.address, realloc: true)
             case .reallocUndo: undo(address: event.address)
@@ -168,8 +171,8 @@ public struct GenerationAnalyzer {
         if !isKnownUniquelyReferenced(&table) { table = table.copy() }
         defer { recordIndex &+= 1 }
         switch record {
-        case let .allocation(_, address, size, stack, type):
-            allocate(address: address, size: size, stack: stack, type: type)
+        case let .allocation(function, address, size, stack, type):
+            allocate(address: address, size: size, stack: stack, type: type, inherited: function == .inherited)
         case let .free(function, address):
             free(address: address, realloc: function == .realloc)
         case let .reallocUndo(address):
@@ -208,16 +211,20 @@ public struct GenerationAnalyzer {
     // MARK: Events
 
     @inline(__always)
-    private mutating func allocate(address: UInt64, size: UInt64, stack: UInt32, type: UInt32) {
+    /// `inherited`: a block a forked child had from its parent at the fork: live, but
+    /// not an allocation of this process (not counted as one).
+    private mutating func allocate(address: UInt64, size: UInt64, stack: UInt32, type: UInt32, inherited: Bool = false) {
         totals.events &+= 1
-        totals.allocations &+= 1
-        totals.allocatedBytes &+= size
-        current.allocations &+= 1
-        current.allocatedBytes &+= size
         let stack = stackAlias.isEmpty ? stack : stackAlias[stack] ?? stack
         let site = siteIndex(stack: stack, type: type)
-        sites[Int(site)].allocations &+= 1
-        sites[Int(site)].allocatedBytes &+= size
+        if !inherited {
+            totals.allocations &+= 1
+            totals.allocatedBytes &+= size
+            current.allocations &+= 1
+            current.allocatedBytes &+= size
+            sites[Int(site)].allocations &+= 1
+            sites[Int(site)].allocatedBytes &+= size
+        }
         let block = Block(size: size, site: site, epoch: epoch)
         // A block allocated after the leak scan is not the one the scan judged.
         if scannedUnreachable != nil { scannedUnreachable!.remove(address) }
@@ -410,7 +417,7 @@ public struct GenerationAnalyzer {
 /// An alloc, free or reallocUndo record without the enum's payload handling.
 struct HeapEvent {
     enum Kind: UInt8 {
-        case allocation, free, reallocFree, reallocUndo
+        case allocation, free, reallocFree, reallocUndo, inherited
     }
 
     var kind: Kind

@@ -42,6 +42,9 @@ final class ForkInheritanceTests: XCTestCase {
         }
 
         let report = try HeapGenCLI.json(["report", childPath, "--format", "json"])
+        let totals = report["totals"] as? [String: Any]
+        XCTAssertEqual((totals?["allocations"] as? NSNumber)?.intValue, 3, "inherited blocks are live, not allocated: \(String(describing: totals))")
+        XCTAssertEqual((totals?["frees"] as? NSNumber)?.intValue, 990)
         let live = report["liveAtExit"] as? [String: Any]
         XCTAssertEqual((live?["objects"] as? NSNumber)?.intValue, 13)
         let sites = live?["sites"] as? [[String: Any]] ?? []
