@@ -33,7 +33,7 @@ void hg_record_alloc(uint32_t kind, void *p, size_t size, const hg_unwind_start 
     uint32_t ref = 0;
     if (n > 0) {
         hg_guard++;
-        ref = hg_stack_intern((const uint64_t *)pcs, (uint32_t)n);
+        ref = hg_stack_intern((const uint64_t *)pcs, (uint32_t)n, truncated);
         hg_guard--;
     }
     hg_emit(kind, (uint64_t)(uintptr_t)p, size, ref, type);

@@ -83,6 +83,7 @@ public struct GenerationAnalyzer {
     var typeNames: [UInt32: String] = [:]
     var stackFrames: [UInt32: [UInt64]] = [:]
     var stackRecords: [UInt32: UInt64] = [:]
+    var truncatedStacks: [UInt32: Int] = [:]
     var modules: [ModuleEvent] = []
     var process: ProcessRecord?
     var end: EndRecord?
@@ -169,6 +170,8 @@ public struct GenerationAnalyzer {
         case let .stack(id, frames):
             stackFrames[id] = frames
             stackRecords[id] = recordIndex
+        case let .stackTruncated(id):
+            truncatedStacks[id] = stackFrames[id]?.count ?? 0
         case let .type(id, _, name):
             typeNames[id] = name
         case let .moduleLoad(module):

@@ -148,6 +148,9 @@ public final class Recorder {
             if !problems.isEmpty {
                 printDiagnostic("warning: \(trace.path): " + problems.joined(separator: ", "))
             }
+            if trace.end.stacksLost > 0 {
+                printDiagnostic("warning: \(trace.path): " + StackCompleteness.lostWarning(trace.end.stacksLost))
+            }
         }
         if failed { return ExitCodes.heapgenFailed }
         if status.reason == .unknown { return ExitCodes.heapgenFailed }

@@ -422,7 +422,8 @@ final class RecordingLoop {
         let end = EndRecord(reason: status.reason, status: status.status,
                             producerWaits: c.wait_count, producerWaitNanoseconds: c.wait_ns,
                             lostEvents: c.lost_events, tornEvents: seg.torn, arenaFull: c.arena_full,
-                            freeNullCalls: c.free_null, unwindFallbacks: c.unwind_fallbacks)
+                            freeNullCalls: c.free_null, unwindFallbacks: c.unwind_fallbacks,
+                            stacksLost: c.stacks_lost)
         var failure: String?
         do {
             try seg.writer.finish(end)

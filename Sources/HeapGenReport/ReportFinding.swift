@@ -37,11 +37,14 @@ extension Report {
         public var survivingObjects: UInt64
         /// Bytes of those blocks.
         public var survivingBytes: UInt64
+        /// Set when the recording cut the stack at its frame limit: the number of frames
+        /// recorded (the outermost callers are missing). `nil` for a complete stack.
+        public var stackTruncatedAt: Int?
 
         /// Creates a finding.
         public init(kind: Kind, typeName: String?, frames: [Frame], userFrame: Int?, cycles: Int,
                     cyclesWithGrowth: Int, objectsPerCycle: [Int], bytesPerCycle: [Int], averageBytesPerCycle: Int,
-                    survivingObjects: UInt64, survivingBytes: UInt64) {
+                    survivingObjects: UInt64, survivingBytes: UInt64, stackTruncatedAt: Int? = nil) {
             self.kind = kind
             self.typeName = typeName
             self.frames = frames
@@ -53,6 +56,7 @@ extension Report {
             self.averageBytesPerCycle = averageBytesPerCycle
             self.survivingObjects = survivingObjects
             self.survivingBytes = survivingBytes
+            self.stackTruncatedAt = stackTruncatedAt
         }
 
         /// Mean change of live objects over the judged (last ``cycles``) cycles; 0 if none.
@@ -68,7 +72,7 @@ extension Report {
 
         private enum CodingKeys: String, CodingKey {
             case kind, typeName, frames, userFrame, cycles, cyclesWithGrowth, objectsPerCycle, bytesPerCycle
-            case averageBytesPerCycle, survivingObjects, survivingBytes
+            case averageBytesPerCycle, survivingObjects, survivingBytes, stackTruncatedAt
         }
 
         /// Encodes every field; `nil` as `null`.
@@ -85,6 +89,7 @@ extension Report {
             try c.encode(averageBytesPerCycle, forKey: .averageBytesPerCycle)
             try c.encode(survivingObjects, forKey: .survivingObjects)
             try c.encode(survivingBytes, forKey: .survivingBytes)
+            try c.encode(stackTruncatedAt, forKey: .stackTruncatedAt)
         }
     }
 }

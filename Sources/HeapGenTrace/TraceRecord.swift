@@ -14,6 +14,9 @@ public enum TraceRecord: Sendable, Equatable {
     case reallocUndo(address: UInt64)
     /// Defines stack `id` (innermost frame first).
     case stack(id: UInt32, frames: [UInt64])
+    /// Stack `id` (defined before) was cut at the recording's frame limit: its outermost
+    /// callers are missing. Its frame count is the limit.
+    case stackTruncated(id: UInt32)
     /// Defines type `id`: Swift type metadata address and demangled name.
     case type(id: UInt32, metadata: UInt64, name: String)
     case moduleLoad(ModuleRecord)
@@ -45,6 +48,7 @@ enum RecordTag {
     static let threadStart: UInt8 = 0x15
     static let lost: UInt8 = 0x16
     static let unreachable: UInt8 = 0x17
+    static let stackTruncated: UInt8 = 0x18
     static let process: UInt8 = 0x20
     static let end: UInt8 = 0x21
     static let `extension`: UInt8 = 0x7F
@@ -55,7 +59,7 @@ enum TraceFormat {
     static let magic: [UInt8] = [0x48, 0x47, 0x54, 0x52, 0x41, 0x43, 0x45, 0x00] // "HGTRACE\0"
     static let headerSize = 16
     static let majorVersion: UInt16 = 1
-    static let minorVersion: UInt16 = 1
+    static let minorVersion: UInt16 = 2
     static let chunkHeaderSize = 8
     static let maxChunkPayload = 16 * 1024 * 1024
     /// Writers flush once this many payload bytes are pending.
