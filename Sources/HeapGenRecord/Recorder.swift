@@ -115,9 +115,10 @@ public final class Recorder {
         let waits = loop.finished.reduce(UInt64(0)) { $0 + $1.end.producerWaits }
         let waitNs = loop.finished.reduce(UInt64(0)) { $0 + $1.end.producerWaitNanoseconds }
         let rate = busy > 0 ? Double(loop.slotsDrained) / busy : 0
+        let arena = loop.finished.reduce(UInt64(0)) { $0 + $1.arenaBytes }
         printDiagnostic("stats: events=\(events) seconds=\(Format.threeDecimals(seconds)) "
             + "drain_busy_seconds=\(Format.threeDecimals(busy)) slots_per_busy_second=\(Int(rate)) "
-            + "peak_rss_kb=\(usage.ru_maxrss) trace_bytes=\(bytes) waits=\(waits) wait_ns=\(waitNs)")
+            + "peak_rss_kb=\(usage.ru_maxrss) trace_bytes=\(bytes) waits=\(waits) wait_ns=\(waitNs) arena_bytes=\(arena)")
     }
 
     /// The closing lines; returns the exit status.

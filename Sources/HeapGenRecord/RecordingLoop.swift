@@ -20,6 +20,8 @@ struct FinishedTrace {
     var failure: String?
     /// Order of acceptance, for the summary.
     var sequence: Int = 0
+    /// Bytes of the shim's arena in use at the end (stack nodes, names, modules), for `--stats`.
+    var arenaBytes: UInt64 = 0
 }
 
 /// The collector proper, on one thread: accepts hellos, drains every live
@@ -434,7 +436,8 @@ final class RecordingLoop {
         finished.append(FinishedTrace(path: seg.path, pid: seg.pid, origin: seg.origin,
                                       events: seg.writer.eventCount, bytes: seg.writer.bytesWritten, end: end,
                                       badStacks: seg.badStacks, undefinedTypes: seg.undefinedTypes,
-                                      badRecords: seg.badRecords, failure: failure, sequence: seg.sequence))
+                                      badRecords: seg.badRecords, failure: failure, sequence: seg.sequence,
+                                      arenaBytes: min(c.arena_used, seg.raw.pointee.arena_size)))
         entry.segment = nil
         live.removeAll { $0 === seg }
     }
