@@ -128,29 +128,47 @@ static inline uint64_t mix(uint64_t h)
     return h;
 }
 
+/* Two independent multiply chains (even and odd frames) halve the latency of
+ * one chain; the walk in same_stack verifies every hit exactly, so the hash
+ * only has to spread stacks over the cache. */
 static inline uint64_t hash_frames(const uint64_t *pcs, uint32_t n, uint32_t trunc)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n ^ trunc;
-    for (uint32_t i = 0; i < n; i++) {
-        h ^= pcs[i];
-        h *= 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
+    uint64_t h0 = 0x9e3779b97f4a7c15ull ^ n ^ trunc, h1 = 0xc2b2ae3d27d4eb4full;
+    uint32_t i = 0;
+    for (; i + 1 < n; i += 2) {
+        h0 = (h0 ^ pcs[i]) * 0xff51afd7ed558ccdull;
+        h1 = (h1 ^ pcs[i + 1]) * 0xc4ceb9fe1a85ec53ull;
+        h0 ^= h0 >> 32;
+        h1 ^= h1 >> 29;
     }
-    return h;
+    if (i < n)
+        h0 = (h0 ^ pcs[i]) * 0xff51afd7ed558ccdull;
+    return mix(h0 ^ (h1 + (h0 >> 17)));
 }
 
 /* True if the chain from `ref` is exactly pcs[0..n) innermost first, ending
- * at the root, with truncation flag `trunc`. At most n nodes are read. */
+ * at the root, with truncation flag `trunc`. At most n nodes are read, each
+ * checked to lie in the arena; depth and flags only at the innermost node:
+ * n matching pcs and then the root mean the chain is exactly this stack. */
 static int same_stack(uint32_t ref, const uint64_t *pcs, uint32_t n, uint32_t trunc)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        const node_blob *b = node_at(ref);
-        if (b == NULL || b->h.tag != HG_BLOB_NODE || b->n.pc != pcs[i] ||
-            b->h.len != ((n - i) | trunc))
+    const uint8_t *arena = g_hg.arena;
+    const uint64_t limit = (g_hg.arena_size - sizeof(node_blob)) >> 3;   /* last valid ref */
+    if (HG_UNLIKELY((uint64_t)ref - 1 >= limit))
+        return 0;
+    const node_blob *b = (const node_blob *)(arena + ((uint64_t)ref << 3));
+    if (b->h.len != (n | trunc) || b->h.tag != HG_BLOB_NODE)
+        return 0;
+    for (uint32_t i = 0;;) {
+        if (b->n.pc != pcs[i])
             return 0;
         ref = b->n.parent;
+        if (++i == n)
+            return ref == 0;
+        if (HG_UNLIKELY((uint64_t)ref - 1 >= limit))
+            return 0;
+        b = (const node_blob *)(arena + ((uint64_t)ref << 3));
     }
-    return ref == 0;
 }
 
 /* Searches the chain from `ref` (newest first) up to `stop` for the edge
