@@ -24,8 +24,6 @@ final class Segment {
 
     /// Allocations whose stack blob was invalid (recorded with stack 0).
     var badStacks: UInt64 = 0
-    /// Stacks defined with a `stackTruncated` record (cut at the frame limit).
-    var truncatedStacks: UInt64 = 0
     /// Allocations naming a type id that was never defined (recorded with type 0).
     var undefinedTypes: UInt64 = 0
     /// Metadata records (module, type name, mark) whose blob was invalid, and unknown kinds.

@@ -134,7 +134,6 @@ final class SegmentDrainer {
         seg.writer.defineStack(id: ref, frames: UnsafeBufferPointer(start: frames, count: Int(n)))
         if truncated != 0 {
             seg.writer.stackTruncated(id: ref)
-            seg.truncatedStacks &+= 1
         }
         seg.stacks.insert(ref)
         return ref

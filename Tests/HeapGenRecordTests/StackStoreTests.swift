@@ -146,6 +146,14 @@ final class StackStoreTests: XCTestCase {
         XCTAssertTrue(gate.stderrText.contains("heapgen: gate failed: the trace is incomplete: \(count) allocations recorded without a stack"), gate.stderrText)
         XCTAssertTrue(gate.stderrText.contains("SUMMARY: heapgen: gate failed: \(count) allocations without a stack (incomplete trace)."), gate.stderrText)
 
+        // `heapgen run` gates the same way, after the program ran (its output untouched).
+        let runTrace = try TestPaths.freshDirectory("trace") + "/run.trace"
+        let run2 = try HeapGenCLI.run(["run", "--trace", runTrace, "--fail-on", "abandoned", "--", exe, String(k)],
+                                      environment: environment(["HEAPGEN_ARENA_MB": "1"]))
+        XCTAssertStatus(run2, 23, "run with lost stacks")
+        XCTAssertEqual(run2.stdout.prefix(native.count), native, "the program's output comes first, untouched")
+        XCTAssertTrue(run2.stderrText.contains("heapgen: gate failed: the trace is incomplete: "), run2.stderrText)
+
         let whole = try HeapGenCLI.recording(exe, [String(k)], flags: ["--quiet"])
         XCTAssertStatus(whole.result, 0)
         let passing = try HeapGenCLI.run(["check", whole.trace, "--fail-on", "abandoned"])
