@@ -71,10 +71,11 @@ final class StackStoreTests: XCTestCase {
         XCTAssertEqual(Set(run.pathStacks).count, 1 << k, "every path has its own stack")
         // Complete stacks: all paths are equally deep, so all their stacks are equally long.
         let length = try XCTUnwrap(run.stacks[run.pathStacks[0]]).count
-        XCTAssertGreaterThanOrEqual(length, k + 2, "k + 1 steps and main")
+        XCTAssertGreaterThanOrEqual(length, k + 3, "k + 1 steps, run_paths and main")
         XCTAssertEqual(run.pathStacks.filter { run.stacks[$0]?.count != length }.count, 0)
 
-        // A sample, symbolicated in one batch: innermost first, level k down to level 0, then main.
+        // A sample, symbolicated in one batch: innermost first, level k down to level 0, then
+        // run_paths and main.
         var sample: [UInt32] = [0, UInt32(1 << k) - 1]
         for i in 0..<48 {
             let bits: Int = (i * 5_461 + i * i * 37) % (1 << k)
@@ -87,9 +88,76 @@ final class StackStoreTests: XCTestCase {
         for (i, bits) in sample.enumerated() {
             var expected = ["step_a"] + (0..<k).map { (bits >> UInt32($0)) & 1 == 1 ? "step_b" : "step_a" }
             expected.reverse()
-            expected.append("main")
-            let got = Array(names[(i * length)..<(i * length + k + 2)])
+            expected += ["run_paths", "main"]
+            let got = Array(names[(i * length)..<(i * length + k + 3)])
             XCTAssertEqual(got, expected, "path \(String(bits, radix: 2))")
+        }
+    }
+
+    /// Four threads run the same 2^16 paths at once, racing to store the same new edges: every
+    /// allocation still gets exactly its own path's stack (a race may store an edge twice,
+    /// never mix two up), and nothing is lost.
+    func testThreadsRacingToStoreTheSameStacks() throws {
+        let k = 16, threads = 4
+        let exe = try Fixture.build("manystacks.c")
+        let native = try nativeOutput(exe, [String(k), String(threads)])
+        let rec = try HeapGenCLI.recording(exe, [String(k), String(threads)], flags: ["--quiet"])
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdout, native)
+
+        var stacks: [UInt32: [UInt64]] = [:]
+        var modules: [ModuleRecord] = []
+        var allocations: [(bits: Int, stack: UInt32)] = []
+        var end: EndRecord?
+        var reader = try TraceReader(path: rec.trace)
+        try reader.forEach { record in
+            switch record {
+            case let .stack(id, frames): stacks[id] = frames
+            case let .moduleLoad(m): modules.append(m)
+            case let .allocation(_, _, size, stack, _) where size >= 16 && size < 16 + (1 << k):
+                allocations.append((Int(size - 16), stack))
+            case let .end(e): end = e
+            default: break
+            }
+        }
+        XCTAssertEqual(end?.stacksLost, 0)
+        XCTAssertEqual(allocations.filter { $0.stack == 0 }.count, 0)
+        // The C library's own allocations (thread set-up, stdio) can share a size with a path;
+        // path stacks are the ones of the common length (all paths are equally deep).
+        var lengthCounts: [Int: Int] = [:]
+        for a in allocations { lengthCounts[stacks[a.stack]?.count ?? 0, default: 0] += 1 }
+        let length = lengthCounts.max { $0.value < $1.value }!.key
+        XCTAssertGreaterThanOrEqual(length, k + 3, "k + 1 steps, run_paths and the thread start")
+        var firstStack = [UInt32](repeating: 0, count: 1 << k)   // per path: the first stack seen
+        var perPath = [Int](repeating: 0, count: 1 << k)
+        var mismatches = 0
+        for a in allocations where stacks[a.stack]?.count == length {
+            perPath[a.bits] += 1
+            if firstStack[a.bits] == 0 {
+                firstStack[a.bits] = a.stack
+            } else if a.stack != firstStack[a.bits] && stacks[a.stack] != stacks[firstStack[a.bits]] {
+                mismatches += 1
+            }
+        }
+        XCTAssertEqual(perPath.filter { $0 != threads }.count, 0, "each path allocated once per thread")
+        XCTAssertEqual(mismatches, 0, "all allocations of one path have the same frames")
+        XCTAssertEqual(Set(firstStack.map { stacks[$0] ?? [] }).count, 1 << k, "distinct paths, distinct stacks")
+
+        var sample: [UInt32] = []
+        for i in 0..<24 { sample.append(UInt32((i * 2_731 + 5) % (1 << k))) }
+        var all: [UInt64] = []
+        var offsets: [Int] = []
+        for bits in sample {
+            offsets.append(all.count)
+            all += stacks[firstStack[Int(bits)]] ?? []
+        }
+        let names = try LLVMSymbolizer.functionNames(frames: all, modules: modules)
+        for (i, bits) in sample.enumerated() {
+            var expected = ["step_a"] + (0..<k).map { (bits >> UInt32($0)) & 1 == 1 ? "step_b" : "step_a" }
+            expected.reverse()
+            expected.append("run_paths")
+            XCTAssertEqual(Array(names[offsets[i]..<min(names.count, offsets[i] + k + 2)]), expected,
+                           "path \(String(bits, radix: 2))")
         }
     }
 
