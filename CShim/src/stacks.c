@@ -239,18 +239,50 @@ static uint32_t edge_intern(uint64_t *heads, uint32_t parent, uint64_t pc, uint3
     }
 }
 
+/* The nodes of this thread's last built stack, by depth: a new stack usually
+ * shares most outer frames with it, so building starts below the common
+ * part instead of looking up every edge from the root (a Swift test binary's
+ * 60-frame stacks differ in their last few frames). Only a hint: the part
+ * taken from it is verified against the arena (same_stack), so a signal
+ * handler that rewrites it halfway costs a lookup, never a wrong stack. */
+typedef struct last_built {
+    uint64_t epoch;                     /* epoch + 1 the entries belong to; 0: none */
+    uint32_t n, trunc;                  /* depths filled, flag                      */
+    uint64_t pcs[HG_MAX_FRAMES];        /* pcs[d - 1]: frame at depth d             */
+    uint32_t refs[HG_MAX_FRAMES];       /* refs[d - 1]: its node                    */
+} last_built;
+
+static HG_TLS last_built last;
+
 /* Builds (or finds) the chain of nodes for pcs[0..n), outermost first;
  * returns the innermost node's ref, 0 if the store is full. */
 static uint32_t build_stack(uint64_t *heads, const uint64_t *pcs, uint32_t n,
                             uint32_t trunc, uint64_t epoch)
 {
-    uint32_t parent = 0;
-    int announced = 0;
-    for (uint32_t i = n; i-- > 0;) {
-        parent = edge_intern(heads, parent, pcs[i], (n - i) | trunc, epoch, pcs, n, &announced);
-        if (parent == 0)
-            return 0;
+    uint32_t parent = 0, depth = 0;
+    if (last.epoch == epoch + 1 && last.trunc == trunc) {
+        uint32_t m = n < last.n ? n : last.n;
+        while (depth < m && last.pcs[depth] == pcs[n - 1 - depth])
+            depth++;
+        if (depth > 0 && same_stack(last.refs[depth - 1], pcs + (n - depth), depth, trunc))
+            parent = last.refs[depth - 1];
+        else
+            depth = 0;
     }
+    last.epoch = 0;     /* being rewritten */
+    int announced = 0;
+    for (uint32_t d = depth + 1; d <= n; d++) {
+        parent = edge_intern(heads, parent, pcs[n - d], d | trunc, epoch, pcs, n, &announced);
+        if (parent == 0) {
+            last.n = d - 1;
+            break;
+        }
+        last.pcs[d - 1] = pcs[n - d];
+        last.refs[d - 1] = parent;
+        last.n = d;
+    }
+    last.trunc = trunc;
+    last.epoch = epoch + 1;
     return parent;
 }
 
