@@ -8,18 +8,20 @@
  * edges, not with the whole stacks (a test binary with 593 k distinct stacks
  * filled 256 MiB of whole stacks; see Tests/HeapGenRecordTests/StackStoreTests).
  *
- * Two private, lock-free indexes, both of plain 64-bit words (epoch << 32 |
- * ref, 0 = empty), so a slot is never half-written: it holds nothing or a
- * complete, published ref. Both are written with one CAS or store; readers
- * verify what they find against the arena, never trust it:
+ * Two private, lock-free indexes; a slot never holds a half-made value
+ * (an index entry is written only after the node it names is complete):
  *   - the stack cache, hash of all frames -> innermost node. The fast path:
- *     a hit is verified by walking the node's parent links against the
- *     frames (at most n nodes). Lossy: a full probe window overwrites a
- *     slot, so it never fills.
+ *     a hit is the full 64-bit hash, then the innermost node's depth, flag
+ *     and pc checked in the arena (see hg_stack_intern for why not a walk).
+ *     Entries are {key, val} written seqlock-style (claim, value, key); a
+ *     torn read is dropped. Lossy: a full probe window overwrites a slot, so
+ *     it never fills.
  *   - the edge index, hash of (parent, pc) -> a chain of nodes through their
- *     `link` fields, newest first. A new node is pushed with a CAS on the
- *     bucket head after it is fully written; a racing duplicate is possible
- *     and harmless (both nodes describe the same edge).
+ *     `link` fields, newest first, heads of one word (epoch << 32 | ref). A
+ *     new node is pushed with a CAS on the bucket head after it is fully
+ *     written; a racing duplicate is possible and harmless (both nodes
+ *     describe the same edge). Building a stack starts below the outer
+ *     frames it shares with the thread's last built one.
  * Entries carry the epoch they were made in, so a new segment (fork) or a
  * dlclose (code addresses may be reused) forgets them and builds new nodes.
  *
@@ -34,8 +36,10 @@
 #include <sys/mman.h>
 #include "shim.h"
 
-#define CACHE_BITS  20                      /* 1 Mi words, 8 MiB virtual */
+#define CACHE_BITS  20                      /* 1 Mi entries, 16 MiB virtual */
 #define CACHE_SIZE  (1u << CACHE_BITS)
+#define CACHE_WORDS (2 * (size_t)CACHE_SIZE) /* uint64_t words of the cache */
+#define CACHE_BUSY  2                       /* key of an entry being written */
 #define CACHE_WAYS  4                       /* probe window              */
 /* Edge index: sized with the arena so chains stay short when it is full
  * (a quarter of the nodes it can hold; a 256 MiB arena holds 11 M nodes:
@@ -54,7 +58,14 @@ typedef struct node_blob {
 
 _Static_assert(sizeof(node_blob) == 24, "node blob layout");
 
-static uint64_t *indexes;   /* [0, CACHE_SIZE): stack cache; then the edge heads */
+/* A stack cache entry: key = hash of all frames | 1 (0: empty, CACHE_BUSY:
+ * being written), val = epoch << 32 | innermost node. */
+typedef struct cache_entry {
+    uint64_t key;
+    uint64_t val;
+} cache_entry;
+
+static uint64_t *indexes;   /* [0, CACHE_WORDS): stack cache; then the edge heads */
 static uint32_t edge_mask;  /* heads - 1; set before `indexes` is published     */
 
 static uint32_t edge_bits(void)
@@ -72,7 +83,7 @@ static uint64_t *get_indexes(void)
     if (HG_LIKELY(t != NULL))
         return t;
     const uint32_t bits = edge_bits();
-    size_t bytes = sizeof(uint64_t) * ((size_t)CACHE_SIZE + ((size_t)1 << bits));
+    size_t bytes = sizeof(uint64_t) * (CACHE_WORDS + ((size_t)1 << bits));
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
@@ -185,6 +196,16 @@ static int same_stack(uint32_t ref, const uint64_t *pcs, uint32_t n, uint32_t tr
             return 0;
         b = (const node_blob *)(arena + ((uint64_t)ref << 3));
     }
+}
+
+/* True if `ref` is a node in the arena with depth n, flag `trunc` and pc. */
+static inline int innermost_matches(uint32_t ref, uint64_t pc, uint32_t n, uint32_t trunc)
+{
+    const uint64_t limit = (g_hg.arena_size - sizeof(node_blob)) >> 3;
+    if (HG_UNLIKELY((uint64_t)ref - 1 >= limit))
+        return 0;
+    const node_blob *b = (const node_blob *)(g_hg.arena + ((uint64_t)ref << 3));
+    return b->n.pc == pc && b->h.len == (n | trunc) && b->h.tag == HG_BLOB_NODE;
 }
 
 /* Searches the chain from `ref` (newest first) up to `stop` for the edge
@@ -318,34 +339,58 @@ uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n, int truncated)
         return stack_lost();
     const uint32_t trunc = truncated ? HG_NODE_TRUNCATED : 0;
     const uint64_t epoch = __atomic_load_n(&g_hg.epoch, __ATOMIC_ACQUIRE);
-    const uint64_t key = hash_frames(pcs, n, trunc);
+    const uint64_t key = hash_frames(pcs, n, trunc) | 1;   /* odd: never 0 or BUSY */
     const uint32_t at = (uint32_t)(key >> 11);
 
-    /* Fast path: the same whole stack as before. */
+    /* Fast path: the same whole stack as before. A hit is the full 64-bit
+     * hash plus the innermost node's depth, flag and pc (one cache line):
+     * walking all n nodes to verify cost one cache miss per frame once the
+     * tree outgrew the caches (60-frame stacks, 28 M nodes: most of a Swift
+     * test binary's time). A false hit needs a 63-bit collision between two
+     * stacks of equal depth and innermost frame. */
+    cache_entry *c = (cache_entry *)t;
     for (uint32_t w = 0; w < CACHE_WAYS; w++) {
-        uint64_t v = __atomic_load_n(&t[(at + w) & (CACHE_SIZE - 1)], __ATOMIC_ACQUIRE);
-        if (v == 0)
+        cache_entry *e = &c[(at + w) & (CACHE_SIZE - 1)];
+        uint64_t k1 = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
+        if (k1 == 0)
             break;      /* entries fill a window from its start */
-        if ((v >> 32) == epoch && same_stack((uint32_t)v, pcs, n, trunc))
+        if (k1 != key)
+            continue;
+        uint64_t v = __atomic_load_n(&e->val, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&e->key, __ATOMIC_RELAXED) == key && (v >> 32) == epoch &&
+            innermost_matches((uint32_t)v, pcs[0], n, trunc))
             return (uint32_t)v;
     }
 
-    uint32_t ref = build_stack(t + CACHE_SIZE, pcs, n, trunc, epoch);
+    uint32_t ref = build_stack(t + CACHE_WORDS, pcs, n, trunc, epoch);
     if (HG_UNLIKELY(ref == 0))
         return stack_lost();
 
     /* Remember it: an empty or stale slot of the window, else overwrite one
      * (the cache is lossy; the edge index still finds the stack). */
-    const uint64_t val = epoch << 32 | ref;
-    for (uint32_t w = 0; w < CACHE_WAYS; w++) {
-        uint64_t *slot = &t[(at + w) & (CACHE_SIZE - 1)];
-        uint64_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
-        if ((v == 0 || (v >> 32) != epoch) &&
-            __atomic_compare_exchange_n(slot, &v, val, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-            return ref;
+    cache_entry *slot = NULL;
+    uint64_t old = 0;
+    for (uint32_t w = 0; w < CACHE_WAYS && slot == NULL; w++) {
+        cache_entry *e = &c[(at + w) & (CACHE_SIZE - 1)];
+        uint64_t k = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+        if (k == 0 || (k != CACHE_BUSY && (__atomic_load_n(&e->val, __ATOMIC_RELAXED) >> 32) != epoch)) {
+            slot = e;
+            old = k;
+        }
     }
-    __atomic_store_n(&t[(at + (uint32_t)(key >> 40) % CACHE_WAYS) & (CACHE_SIZE - 1)], val,
-                     __ATOMIC_RELEASE);
+    if (slot == NULL) {
+        slot = &c[(at + (uint32_t)(key >> 40) % CACHE_WAYS) & (CACHE_SIZE - 1)];
+        old = __atomic_load_n(&slot->key, __ATOMIC_RELAXED);
+    }
+    /* Seqlock-style: claim (BUSY), value, then key. A reader that saw the old
+     * key re-reads it after the value and drops a torn pair. */
+    if (old != CACHE_BUSY &&
+        __atomic_compare_exchange_n(&slot->key, &old, CACHE_BUSY, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        __atomic_store_n(&slot->val, epoch << 32 | ref, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->key, key, __ATOMIC_RELEASE);
+    }
     return ref;
 }
 
