@@ -86,7 +86,8 @@ extern "C" {
 #endif
 
 #define HG_PROTOCOL_MAGIC   0x4e45475041454848ull /* "HHEAPGEN" little-endian */
-#define HG_PROTOCOL_VERSION 3u   /* 3: control area + HG_K_CONTROL */
+#define HG_PROTOCOL_VERSION 4u   /* 3: control area + HG_K_CONTROL; 4: stacks as call-tree
+                                    nodes (HG_BLOB_NODE), header.stacks_lost */
 
 /* Environment variables the collector sets for the target. */
 #define HG_ENV_SOCK        "HEAPGEN_SOCK"        /* path of the collector's listening socket */
@@ -185,13 +186,44 @@ typedef struct hg_slot {
     uint32_t aux;        /* type id for Swift objects (0 = none), etc.       */
 } hg_slot;
 
-/* A stack in the blob arena: hg_blob_hdr{len=frames count, tag=HG_BLOB_STACK}
- * followed by `len` uint64_t return addresses, innermost (the allocating
- * caller) first. Frame 0 is the caller of malloc & co, never shim code. */
+/* Stacks are a call tree (a prefix tree of return addresses, outermost frame
+ * at the root, like heaptrack's trace tree): every distinct (caller node,
+ * return address) edge is stored once as a node blob, and a stack is the ref
+ * of its innermost node. Memory grows with the distinct edges, not with whole
+ * stacks: stacks share their outer frames.
+ *
+ * A node blob: hg_blob_hdr{len = depth | flags, tag = HG_BLOB_NODE} followed
+ * by hg_node. depth (HG_NODE_DEPTH_MASK) counts the frames from the root:
+ * 1 for an outermost frame, whose parent is 0; otherwise parent is the ref of
+ * the node one frame further out, whose depth is one less, and parent < ref
+ * (a node is stored only after its parent), so a walk from any node to the
+ * root ends within depth steps. A stack of n frames is read by walking n
+ * nodes: frame 0 (the caller of malloc & co, never shim code) is the
+ * innermost node's pc.
+ * HG_NODE_TRUNCATED: the unwinder stopped at the frame limit (max_frames)
+ * before the outermost frame; the stack's outermost callers are missing. Set
+ * on every node of such a stack (they form their own subtrees), so any node
+ * tells. A reader rejects a chain whose nodes disagree on it.
+ * `link` is the shim's own hash-chain link (its edge index lives in private
+ * memory; the chains run through the nodes); readers ignore it. */
 /* A string blob: hg_blob_hdr{len=bytes incl. NUL, tag=HG_BLOB_STRING} + bytes. */
 /* A module blob: hg_blob_hdr{len=total bytes after hdr, tag=HG_BLOB_MODULE}
  * followed by hg_module_blob and its variable parts. */
-enum hg_blob_tag { HG_BLOB_STACK = 1, HG_BLOB_STRING = 2, HG_BLOB_MODULE = 3 };
+enum hg_blob_tag {
+    HG_BLOB_STACK  = 1,  /* protocol <= 3: a whole stack; no longer written */
+    HG_BLOB_STRING = 2,
+    HG_BLOB_MODULE = 3,
+    HG_BLOB_NODE   = 4,  /* one call-tree node (protocol 4) */
+};
+
+#define HG_NODE_DEPTH_MASK 0xffffu
+#define HG_NODE_TRUNCATED  0x80000000u
+
+typedef struct hg_node {
+    uint32_t parent;  /* ref of the next outer frame's node; 0 at depth 1 */
+    uint32_t link;    /* shim-private hash chain; readers ignore it       */
+    uint64_t pc;      /* return address                                   */
+} hg_node;
 
 typedef struct hg_blob_hdr {
     uint32_t len;
@@ -300,7 +332,7 @@ typedef struct hg_header {
     /* producers: statistics, updated only on slow paths */
     _Alignas(64) uint64_t wait_count;        /* times a producer found the ring full */
     uint64_t wait_ns;                        /* total time spent waiting             */
-    uint64_t arena_full;                     /* blobs that did not fit (stack kept as id 0) */
+    uint64_t arena_full;                     /* blobs (any kind) that did not fit           */
     uint64_t lost_events;                    /* events given up (only: collector gone; a
                                                 signal handler's emit nested in our own
                                                 unpublished slot a whole ring lap behind;
@@ -310,6 +342,8 @@ typedef struct hg_header {
                                                 (name kept from the libunwind days) */
     uint32_t detached;                       /* 1: collector gone, shim passes through    */
     uint32_t _pad1;
+    uint64_t stacks_lost;                    /* allocations recorded with stack 0 because the
+                                                stack store (arena or its index) was full */
 
     /* control channel, shim -> collector (see "Control channel") */
     _Alignas(64) uint64_t control_request_id;  /* id of the request in the request region */

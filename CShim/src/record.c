@@ -37,7 +37,7 @@ void hg_record_alloc(uint32_t kind, void *p, size_t size, const hg_unwind_start 
     int n = hg_unwind(st, pcs, (int)g_hg.max_frames, &truncated);
     uint32_t ref = 0;
     if (n > 0)
-        ref = hg_stack_intern((const uint64_t *)pcs, (uint32_t)n);
+        ref = hg_stack_intern((const uint64_t *)pcs, (uint32_t)n, truncated);
     hg_guard--;
     /* A scan the stack store asked for while guarded (a frame in a module
      * loaded since the last scan): announce the module before the event

@@ -1,45 +1,102 @@
 /*
- * stacks.c — the blob arena and stack deduplication.
+ * stacks.c — the blob arena and the call-tree stack store.
  *
- * A stack is stored once in the shared arena; events carry its 32-bit ref
- * (offset / 8). The dedup table lives in private memory (the collector
- * never reads it) and is lock-free: a new entry's key is claimed with a
- * CAS, its value stored with release, and a reader that sees a key with no
- * value yet simply treats it as a miss (the stack is then stored twice,
- * which is harmless). Entries carry the epoch they were made in, so a new
- * segment (fork) or a dlclose (code addresses may be reused) forgets them.
+ * Stacks are stored as a call tree in the shared arena (see "Stacks are a
+ * call tree" in heapgen_protocol.h): one 24-byte node per distinct (caller
+ * node, return address) edge, a stack being the ref of its innermost node.
+ * Most stacks share their outer frames, so the arena grows with the distinct
+ * edges, not with the whole stacks (a test binary with 593 k distinct stacks
+ * filled 256 MiB of whole stacks; see Tests/HeapGenRecordTests/StackStoreTests).
+ *
+ * Two private, lock-free indexes; a slot never holds a half-made value
+ * (an index entry is written only after the node it names is complete):
+ *   - the stack cache, hash of all frames -> innermost node. The fast path:
+ *     a hit is the full 64-bit hash, then the innermost node's depth, flag
+ *     and pc checked in the arena (see hg_stack_intern for why not a walk).
+ *     Entries are {key, val} written seqlock-style (claim, value, key); a
+ *     torn read is dropped. Lossy: a full probe window overwrites a slot, so
+ *     it never fills.
+ *   - the edge index, hash of (parent, pc) -> a chain of nodes through their
+ *     `link` fields, newest first, heads of one word (epoch << 32 | ref). A
+ *     new node is pushed with a CAS on the bucket head after it is fully
+ *     written; a racing duplicate is possible and harmless (both nodes
+ *     describe the same edge). Building a stack starts below the outer
+ *     frames it shares with the thread's last built one.
+ * Entries carry the epoch they were made in, so a new segment (fork) or a
+ * dlclose (code addresses may be reused) forgets them and builds new nodes.
+ *
+ * No locks, no allocation after the first call (the indexes are mmap'ed
+ * once): safe to enter from a signal handler that interrupted the shim.
+ * When the arena or an index is exhausted the allocation is recorded with
+ * stack 0 and counted in header.stacks_lost, never dropped silently. (Not
+ * with the outer part of its stack that could be stored: that would name an
+ * outer function as the allocating one.)
  */
 #include <string.h>
 #include <sys/mman.h>
 #include "shim.h"
 
-#define TABLE_BITS 20                       /* 1 Mi entries, 16 MiB virtual */
-#define TABLE_SIZE (1u << TABLE_BITS)
-#define MAX_PROBE  32
+#define CACHE_BITS  20                      /* 1 Mi entries, 16 MiB virtual */
+#define CACHE_SIZE  (1u << CACHE_BITS)
+#define CACHE_WORDS (2 * (size_t)CACHE_SIZE) /* uint64_t words of the cache */
+#define CACHE_BUSY  2                       /* key of an entry being written */
+#define CACHE_WAYS  4                       /* probe window              */
+/* Edge index: sized with the arena so chains stay short when it is full
+ * (a quarter of the nodes it can hold; a 256 MiB arena holds 11 M nodes:
+ * 2 Mi heads, 16 MiB virtual), between 1 Mi and 16 Mi heads. Walking long
+ * chains was 80 % of a Swift test binary's time with 28 M nodes on 1 Mi. */
+#define EDGE_MIN_BITS 20
+#define EDGE_MAX_BITS 24
+/* A chain longer than this means the arena was scribbled on: give up, count it. */
+#define MAX_CHAIN   (1u << 16)
 
-typedef struct entry {
-    uint64_t key;   /* hash | 1, 0 = empty            */
-    uint64_t val;   /* epoch << 32 | ref, 0 = not yet */
-} entry;
+/* A node blob as laid out in the arena (refs are 8-byte aligned). */
+typedef struct node_blob {
+    hg_blob_hdr h;
+    hg_node     n;
+} node_blob;
 
-static entry *table;
+_Static_assert(sizeof(node_blob) == 24, "node blob layout");
 
-static entry *get_table(void)
+/* A stack cache entry: key = hash of all frames | 1 (0: empty, CACHE_BUSY:
+ * being written), val = epoch << 32 | innermost node. */
+typedef struct cache_entry {
+    uint64_t key;
+    uint64_t val;
+} cache_entry;
+
+static uint64_t *indexes;   /* [0, CACHE_WORDS): stack cache; then the edge heads */
+static uint32_t edge_mask;  /* heads - 1; set before `indexes` is published     */
+
+static uint32_t edge_bits(void)
 {
-    entry *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+    uint64_t want = g_hg.arena_size / sizeof(node_blob) / 4;
+    uint32_t bits = EDGE_MIN_BITS;
+    while (bits < EDGE_MAX_BITS && (1ull << bits) < want)
+        bits++;
+    return bits;
+}
+
+static uint64_t *get_indexes(void)
+{
+    uint64_t *t = __atomic_load_n(&indexes, __ATOMIC_ACQUIRE);
     if (HG_LIKELY(t != NULL))
         return t;
-    void *m = mmap(NULL, sizeof(entry) * TABLE_SIZE, PROT_READ | PROT_WRITE,
+    const uint32_t bits = edge_bits();
+    size_t bytes = sizeof(uint64_t) * (CACHE_WORDS + ((size_t)1 << bits));
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
-    entry *expected = NULL;
-    if (!__atomic_compare_exchange_n(&table, &expected, (entry *)m, 0,
+    uint64_t *expected = NULL;
+    /* Every racing thread computes the same size; the winner's CAS publishes it. */
+    __atomic_store_n(&edge_mask, (1u << bits) - 1, __ATOMIC_RELAXED);
+    if (!__atomic_compare_exchange_n(&indexes, &expected, (uint64_t *)m, 0,
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        munmap(m, sizeof(entry) * TABLE_SIZE);
+        munmap(m, bytes);
         return expected;
     }
-    return (entry *)m;
+    return (uint64_t *)m;
 }
 
 /* Reserves `bytes` (rounded to 8) in the arena; returns the offset or 0. */
@@ -47,6 +104,12 @@ static uint64_t arena_reserve(uint64_t bytes)
 {
     bytes = (bytes + 7) & ~7ull;
     hg_header *h = g_hg.hdr;
+    /* Once full, stay off the shared counter: arena_used then stays close
+     * to the arena size and keeps meaning "bytes used". */
+    if (__atomic_load_n(&h->arena_used, __ATOMIC_RELAXED) + bytes > g_hg.arena_size) {
+        __atomic_fetch_add(&h->arena_full, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
     uint64_t off = __atomic_fetch_add(&h->arena_used, bytes, __ATOMIC_RELAXED);
     if (off + bytes > g_hg.arena_size || (off >> 3) > UINT32_MAX) {
         __atomic_fetch_add(&h->arena_full, 1, __ATOMIC_RELAXED);
@@ -56,7 +119,7 @@ static uint64_t arena_reserve(uint64_t bytes)
 }
 
 /* Stores header + two byte ranges as one blob. `len_field` goes into the
- * blob header's len (frame count for stacks, byte count otherwise). */
+ * blob header's len (byte count for strings and modules). */
 uint32_t hg_arena_put(uint32_t tag, const void *a, uint32_t alen,
                       const void *b, uint32_t blen, uint32_t len_field)
 {
@@ -71,81 +134,264 @@ uint32_t hg_arena_put(uint32_t tag, const void *a, uint32_t alen,
     return (uint32_t)(off >> 3);
 }
 
-static inline uint64_t hash_frames(const uint64_t *pcs, uint32_t n)
+/* ------------------------------------------------------------------ nodes */
+
+/* The node at `ref`, or NULL if it does not lie inside the arena. The arena
+ * is ours, but the program may scribble on it: every ref read back from it is
+ * checked before use. */
+static inline const node_blob *node_at(uint32_t ref)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-    for (uint32_t i = 0; i < n; i++) {
-        h ^= pcs[i];
-        h *= 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-    }
-    return h | 1;
+    uint64_t off = (uint64_t)ref << 3;
+    if (HG_UNLIKELY(ref == 0 || off + sizeof(node_blob) > g_hg.arena_size))
+        return NULL;
+    return (const node_blob *)(g_hg.arena + off);
 }
 
-static int same_stack(uint32_t ref, const uint64_t *pcs, uint32_t n)
+static inline uint64_t mix(uint64_t h)
 {
-    const uint8_t *p = g_hg.arena + ((uint64_t)ref << 3);
-    hg_blob_hdr bh;
-    memcpy(&bh, p, sizeof bh);
-    if (bh.len != n)
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+/* Two independent multiply chains (even and odd frames) halve the latency of
+ * one chain; the walk in same_stack verifies every hit exactly, so the hash
+ * only has to spread stacks over the cache. */
+static inline uint64_t hash_frames(const uint64_t *pcs, uint32_t n, uint32_t trunc)
+{
+    uint64_t h0 = 0x9e3779b97f4a7c15ull ^ n ^ trunc, h1 = 0xc2b2ae3d27d4eb4full;
+    uint32_t i = 0;
+    for (; i + 1 < n; i += 2) {
+        h0 = (h0 ^ pcs[i]) * 0xff51afd7ed558ccdull;
+        h1 = (h1 ^ pcs[i + 1]) * 0xc4ceb9fe1a85ec53ull;
+        h0 ^= h0 >> 32;
+        h1 ^= h1 >> 29;
+    }
+    if (i < n)
+        h0 = (h0 ^ pcs[i]) * 0xff51afd7ed558ccdull;
+    return mix(h0 ^ (h1 + (h0 >> 17)));
+}
+
+/* True if the chain from `ref` is exactly pcs[0..n) innermost first, ending
+ * at the root, with truncation flag `trunc`. At most n nodes are read, each
+ * checked to lie in the arena; depth and flags only at the innermost node:
+ * n matching pcs and then the root mean the chain is exactly this stack. */
+static int same_stack(uint32_t ref, const uint64_t *pcs, uint32_t n, uint32_t trunc)
+{
+    const uint8_t *arena = g_hg.arena;
+    const uint64_t limit = (g_hg.arena_size - sizeof(node_blob)) >> 3;   /* last valid ref */
+    if (HG_UNLIKELY((uint64_t)ref - 1 >= limit))
         return 0;
-    /* Inline word compare: a libc memcmp through the PLT cost ~8 % of the
-     * whole allocation path for typical 5-10 frame stacks. */
-    const uint64_t *stored = (const uint64_t *)(p + sizeof bh);
-    for (uint32_t i = 0; i < n; i++)
-        if (stored[i] != pcs[i])
+    const node_blob *b = (const node_blob *)(arena + ((uint64_t)ref << 3));
+    if (b->h.len != (n | trunc) || b->h.tag != HG_BLOB_NODE)
+        return 0;
+    for (uint32_t i = 0;;) {
+        if (b->n.pc != pcs[i])
             return 0;
-    return 1;
+        ref = b->n.parent;
+        if (++i == n)
+            return ref == 0;
+        if (HG_UNLIKELY((uint64_t)ref - 1 >= limit))
+            return 0;
+        b = (const node_blob *)(arena + ((uint64_t)ref << 3));
+    }
 }
 
-static uint32_t store_stack(const uint64_t *pcs, uint32_t n)
+/* True if `ref` is a node in the arena with depth n, flag `trunc` and pc. */
+static inline int innermost_matches(uint32_t ref, uint64_t pc, uint32_t n, uint32_t trunc)
 {
-    /* Frames in modules we have not announced yet (dlopen'ed since the last
-     * scan): announce them first so the collector can place the addresses. */
-    if (!hg_modules_contain_all(pcs, n))
-        hg_modules_scan();
-    return hg_arena_put(HG_BLOB_STACK, pcs, n * (uint32_t)sizeof(uint64_t), NULL, 0, n);
+    const uint64_t limit = (g_hg.arena_size - sizeof(node_blob)) >> 3;
+    if (HG_UNLIKELY((uint64_t)ref - 1 >= limit))
+        return 0;
+    const node_blob *b = (const node_blob *)(g_hg.arena + ((uint64_t)ref << 3));
+    return b->n.pc == pc && b->h.len == (n | trunc) && b->h.tag == HG_BLOB_NODE;
 }
 
-uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n)
+/* Searches the chain from `ref` (newest first) up to `stop` for the edge
+ * (parent, pc, meta). Returns its ref, 0 if absent, UINT32_MAX if the chain
+ * is broken (out of the arena or endless). */
+static uint32_t chain_find(uint32_t ref, uint32_t stop, uint32_t parent, uint64_t pc, uint32_t meta)
 {
-    entry *t = get_table();
-    if (HG_UNLIKELY(t == NULL))
-        return store_stack(pcs, n);
-    const uint64_t key = hash_frames(pcs, n);
-    const uint64_t epoch = g_hg.epoch;
-    uint32_t i = (uint32_t)(key >> 11) & (TABLE_SIZE - 1);
+    for (uint32_t steps = 0; ref != 0 && ref != stop; steps++) {
+        const node_blob *b = node_at(ref);
+        if (HG_UNLIKELY(b == NULL || steps >= MAX_CHAIN))
+            return UINT32_MAX;
+        if (b->n.pc == pc && b->n.parent == parent && b->h.len == meta && b->h.tag == HG_BLOB_NODE)
+            return ref;
+        ref = b->n.link;
+    }
+    return 0;
+}
 
-    for (int probe = 0; probe < MAX_PROBE; probe++, i = (i + 1) & (TABLE_SIZE - 1)) {
-        entry *e = &t[i];
-        uint64_t k = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
-        if (k == 0) {
-            uint64_t zero = 0;
-            if (!__atomic_compare_exchange_n(&e->key, &zero, key, 0,
-                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-                k = zero;       /* someone else claimed it: look at theirs */
-            } else {
-                uint32_t ref = store_stack(pcs, n);
-                if (ref)
-                    __atomic_store_n(&e->val, epoch << 32 | ref, __ATOMIC_RELEASE);
-                return ref;
+/* Writes a new node (not yet reachable from any index). */
+static uint32_t node_new(uint32_t parent, uint64_t pc, uint32_t meta)
+{
+    uint64_t off = arena_reserve(sizeof(node_blob));
+    if (off == 0)
+        return 0;
+    node_blob *b = (node_blob *)(g_hg.arena + off);
+    b->h.len = meta;
+    b->h.tag = HG_BLOB_NODE;
+    b->n.parent = parent;
+    b->n.link = 0;
+    b->n.pc = pc;
+    return (uint32_t)(off >> 3);
+}
+
+/* The node of edge (parent, pc) with depth|flags `meta`, made if new.
+ * 0 if it could not be stored. *announced: module scan done for this stack. */
+static uint32_t edge_intern(uint64_t *heads, uint32_t parent, uint64_t pc, uint32_t meta,
+                            uint64_t epoch, const uint64_t *pcs, uint32_t n, int *announced)
+{
+    const uint32_t mask = __atomic_load_n(&edge_mask, __ATOMIC_RELAXED);
+    uint64_t *head = &heads[mix(pc ^ ((uint64_t)parent << 32 | meta)) & mask];
+    uint64_t cur = __atomic_load_n(head, __ATOMIC_ACQUIRE);
+    uint32_t stop = 0, mine = 0;
+    for (;;) {
+        uint32_t first = (cur >> 32) == epoch ? (uint32_t)cur : 0;
+        uint32_t found = chain_find(first, stop, parent, pc, meta);
+        if (HG_UNLIKELY(found == UINT32_MAX))
+            return 0;
+        if (found != 0)
+            return found;   /* (a node of ours lost the race: 24 unreferenced bytes) */
+        if (mine == 0) {
+            if (!*announced) {
+                /* Frames in modules we have not announced yet (dlopen'ed
+                 * since the last scan): announce them before the first new
+                 * node, so the collector can place the addresses. */
+                *announced = 1;
+                if (!hg_modules_contain_all(pcs, n))
+                    hg_modules_scan();
             }
+            mine = node_new(parent, pc, meta);
+            if (mine == 0)
+                return 0;
         }
-        if (k == key) {
-            uint64_t v = __atomic_load_n(&e->val, __ATOMIC_ACQUIRE);
-            if (v != 0 && (v >> 32) == epoch && same_stack((uint32_t)v, pcs, n))
-                return (uint32_t)v;
-            if (v != 0 && (v >> 32) != epoch) {
-                /* A stale entry from an older epoch: take it over. */
-                uint32_t ref = store_stack(pcs, n);
-                if (ref)
-                    __atomic_compare_exchange_n(&e->val, &v, epoch << 32 | ref, 0,
-                                                __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-                return ref;
-            }
+        ((node_blob *)(g_hg.arena + ((uint64_t)mine << 3)))->n.link = first;
+        /* Release: the node's fields before the head that reaches it. */
+        if (__atomic_compare_exchange_n(head, &cur, epoch << 32 | mine, 0,
+                                        __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
+            return mine;
+        stop = first;   /* lost the race: search only what was pushed since */
+    }
+}
+
+/* The nodes of this thread's last built stack, by depth: a new stack usually
+ * shares most outer frames with it, so building starts below the common
+ * part instead of looking up every edge from the root (a Swift test binary's
+ * 60-frame stacks differ in their last few frames). Only a hint: the part
+ * taken from it is verified against the arena (same_stack), so a signal
+ * handler that rewrites it halfway costs a lookup, never a wrong stack. */
+typedef struct last_built {
+    uint64_t epoch;                     /* epoch + 1 the entries belong to; 0: none */
+    uint32_t n, trunc;                  /* depths filled, flag                      */
+    uint64_t pcs[HG_MAX_FRAMES];        /* pcs[d - 1]: frame at depth d             */
+    uint32_t refs[HG_MAX_FRAMES];       /* refs[d - 1]: its node                    */
+} last_built;
+
+static HG_TLS last_built last;
+
+/* Builds (or finds) the chain of nodes for pcs[0..n), outermost first;
+ * returns the innermost node's ref, 0 if the store is full. */
+static uint32_t build_stack(uint64_t *heads, const uint64_t *pcs, uint32_t n,
+                            uint32_t trunc, uint64_t epoch)
+{
+    uint32_t parent = 0, depth = 0;
+    if (last.epoch == epoch + 1 && last.trunc == trunc) {
+        uint32_t m = n < last.n ? n : last.n;
+        while (depth < m && last.pcs[depth] == pcs[n - 1 - depth])
+            depth++;
+        if (depth > 0 && same_stack(last.refs[depth - 1], pcs + (n - depth), depth, trunc))
+            parent = last.refs[depth - 1];
+        else
+            depth = 0;
+    }
+    last.epoch = 0;     /* being rewritten */
+    int announced = 0;
+    for (uint32_t d = depth + 1; d <= n; d++) {
+        parent = edge_intern(heads, parent, pcs[n - d], d | trunc, epoch, pcs, n, &announced);
+        if (parent == 0) {
+            last.n = d - 1;
+            break;
+        }
+        last.pcs[d - 1] = pcs[n - d];
+        last.refs[d - 1] = parent;
+        last.n = d;
+    }
+    last.trunc = trunc;
+    last.epoch = epoch + 1;
+    return parent;
+}
+
+static uint32_t stack_lost(void)
+{
+    __atomic_fetch_add(&g_hg.hdr->stacks_lost, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n, int truncated)
+{
+    if (HG_UNLIKELY(n == 0 || n > HG_MAX_FRAMES))
+        return 0;
+    uint64_t *t = get_indexes();
+    if (HG_UNLIKELY(t == NULL))
+        return stack_lost();
+    const uint32_t trunc = truncated ? HG_NODE_TRUNCATED : 0;
+    const uint64_t epoch = __atomic_load_n(&g_hg.epoch, __ATOMIC_ACQUIRE);
+    const uint64_t key = hash_frames(pcs, n, trunc) | 1;   /* odd: never 0 or BUSY */
+    const uint32_t at = (uint32_t)(key >> 11);
+
+    /* Fast path: the same whole stack as before. A hit is the full 64-bit
+     * hash plus the innermost node's depth, flag and pc (one cache line):
+     * walking all n nodes to verify cost one cache miss per frame once the
+     * tree outgrew the caches (60-frame stacks, 28 M nodes: most of a Swift
+     * test binary's time). A false hit needs a 63-bit collision between two
+     * stacks of equal depth and innermost frame. */
+    cache_entry *c = (cache_entry *)t;
+    for (uint32_t w = 0; w < CACHE_WAYS; w++) {
+        cache_entry *e = &c[(at + w) & (CACHE_SIZE - 1)];
+        uint64_t k1 = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
+        if (k1 == 0)
+            break;      /* entries fill a window from its start */
+        if (k1 != key)
+            continue;
+        uint64_t v = __atomic_load_n(&e->val, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&e->key, __ATOMIC_RELAXED) == key && (v >> 32) == epoch &&
+            innermost_matches((uint32_t)v, pcs[0], n, trunc))
+            return (uint32_t)v;
+    }
+
+    uint32_t ref = build_stack(t + CACHE_WORDS, pcs, n, trunc, epoch);
+    if (HG_UNLIKELY(ref == 0))
+        return stack_lost();
+
+    /* Remember it: an empty or stale slot of the window, else overwrite one
+     * (the cache is lossy; the edge index still finds the stack). */
+    cache_entry *slot = NULL;
+    uint64_t old = 0;
+    for (uint32_t w = 0; w < CACHE_WAYS && slot == NULL; w++) {
+        cache_entry *e = &c[(at + w) & (CACHE_SIZE - 1)];
+        uint64_t k = __atomic_load_n(&e->key, __ATOMIC_RELAXED);
+        if (k == 0 || (k != CACHE_BUSY && (__atomic_load_n(&e->val, __ATOMIC_RELAXED) >> 32) != epoch)) {
+            slot = e;
+            old = k;
         }
     }
-    return store_stack(pcs, n);   /* crowded: store without dedup */
+    if (slot == NULL) {
+        slot = &c[(at + (uint32_t)(key >> 40) % CACHE_WAYS) & (CACHE_SIZE - 1)];
+        old = __atomic_load_n(&slot->key, __ATOMIC_RELAXED);
+    }
+    /* Seqlock-style: claim (BUSY), value, then key. A reader that saw the old
+     * key re-reads it after the value and drops a torn pair. */
+    if (old != CACHE_BUSY &&
+        __atomic_compare_exchange_n(&slot->key, &old, CACHE_BUSY, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        __atomic_store_n(&slot->val, epoch << 32 | ref, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->key, key, __ATOMIC_RELEASE);
+    }
+    return ref;
 }
 
 void hg_stacks_reset(void)

@@ -150,6 +150,7 @@ void hg_segment_counters(const hg_segment *seg, hg_counters *out) {
     out->wait_count = __atomic_load_n(&h->wait_count, __ATOMIC_RELAXED);
     out->wait_ns = __atomic_load_n(&h->wait_ns, __ATOMIC_RELAXED);
     out->arena_full = __atomic_load_n(&h->arena_full, __ATOMIC_RELAXED);
+    out->stacks_lost = __atomic_load_n(&h->stacks_lost, __ATOMIC_RELAXED);
     out->lost_events = __atomic_load_n(&h->lost_events, __ATOMIC_RELAXED);
     out->free_null = __atomic_load_n(&h->free_null, __ATOMIC_RELAXED);
     out->unwind_fallbacks = __atomic_load_n(&h->unwind_fallbacks, __ATOMIC_RELAXED);
@@ -172,12 +173,52 @@ const void *hg_blob(const hg_segment *seg, uint32_t ref, uint32_t tag, uint32_t 
     return seg->arena + off + sizeof hdr;
 }
 
+/* The node at `ref` copied out of the shared arena, or -1 if it does not lie
+ * inside the arena or is not a node. One copy: the target may rewrite it. */
+static int read_node(const hg_segment *seg, uint32_t ref, hg_blob_hdr *hdr, hg_node *node) {
+    uint64_t off = (uint64_t)ref * 8;
+    if (ref == 0 || !fits(off, sizeof *hdr + sizeof *node, seg->arena_size)) return -1;
+    memcpy(hdr, seg->arena + off, sizeof *hdr);
+    memcpy(node, seg->arena + off + sizeof *hdr, sizeof *node);
+    return hdr->tag == HG_BLOB_NODE ? 0 : -1;
+}
+
+uint32_t hg_read_stack_flags(const hg_segment *seg, uint32_t ref, uint64_t *out, uint32_t max,
+                             uint32_t *truncated) {
+    if (truncated) *truncated = 0;
+    if (!seg->arena) return 0;
+    hg_blob_hdr h;
+    hg_node n;
+    if (read_node(seg, ref, &h, &n) != 0) return 0;
+    uint32_t depth = h.len & HG_NODE_DEPTH_MASK;
+    uint32_t flags = h.len & ~HG_NODE_DEPTH_MASK;
+    /* A stack is at most the shim's frame limit deep (validated <= HG_MAX_FRAMES
+     * when the segment was opened) and must fit the caller's buffer. */
+    uint32_t limit = seg->max_frames ? seg->max_frames : HG_MAX_FRAMES;
+    if (flags & ~HG_NODE_TRUNCATED) return 0;
+    if (depth == 0 || depth > limit || depth > max) return 0;
+    /* Walk to the root: each step strictly lowers the ref and the depth by
+     * one, so the walk ends within `depth` steps whatever the arena holds. */
+    uint32_t count = depth;
+    for (uint32_t i = 0;; i++) {
+        out[i] = n.pc;
+        if (depth == 1) {
+            if (n.parent != 0) return 0;
+            break;
+        }
+        uint32_t parent = n.parent;
+        if (parent == 0 || parent >= ref) return 0;
+        if (read_node(seg, parent, &h, &n) != 0) return 0;
+        if ((h.len & HG_NODE_DEPTH_MASK) != depth - 1 || (h.len & ~HG_NODE_DEPTH_MASK) != flags) return 0;
+        ref = parent;
+        depth--;
+    }
+    if (truncated) *truncated = (flags & HG_NODE_TRUNCATED) != 0;
+    return count;
+}
+
 uint32_t hg_read_stack(const hg_segment *seg, uint32_t ref, uint64_t *out, uint32_t max) {
-    uint32_t n = 0;
-    const void *p = hg_blob(seg, ref, HG_BLOB_STACK, &n);
-    if (!p || n == 0 || n > max) return 0;
-    memcpy(out, p, (size_t)n * 8);
-    return n;
+    return hg_read_stack_flags(seg, ref, out, max, NULL);
 }
 
 int64_t hg_read_string(const hg_segment *seg, uint32_t ref, char *out, size_t max) {

@@ -53,6 +53,9 @@ public struct Analysis: Codable, Sendable, Equatable {
     public var notes: [String]
     /// The curves of every site, for ``regrouped(by:)``. Neither encoded nor compared.
     var regrouping = RegroupingData()
+    /// Stacks the recording cut at its frame limit (`stackTruncated` records): their
+    /// outermost callers are missing. Stack id → frames recorded. Not encoded.
+    public var truncatedStacks: [UInt32: Int] = [:]
 
     private enum CodingKeys: String, CodingKey {
         case options, totals, marks, snapshot, generations, cycles, judgedCycles, findings, sites, siteCount

@@ -37,8 +37,11 @@ public struct AnalysisTotals: Codable, Sendable, Equatable {
     public var lostEvents: UInt64 = 0
     /// From the end record: events found half-written and discarded.
     public var tornEvents: UInt64 = 0
-    /// From the end record: times the shim's arena was full.
+    /// From the end record: blobs that did not fit in the shim's arena.
     public var arenaFull: UInt64 = 0
+    /// From the end record: allocations recorded without their stack (stack 0) because the
+    /// shim's stack store was full.
+    public var stacksLost: UInt64 = 0
 
     /// All counters zero.
     public init() {}

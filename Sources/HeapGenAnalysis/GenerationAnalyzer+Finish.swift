@@ -229,6 +229,7 @@ extension GenerationAnalyzer {
             totals.lostEvents = end.lostEvents
             totals.tornEvents = end.tornEvents
             totals.arenaFull = end.arenaFull
+            totals.stacksLost = end.stacksLost
         } else {
             totals.lostEvents = totals.lostRecords
         }
@@ -287,6 +288,7 @@ extension GenerationAnalyzer {
                                               startUnixNanoseconds: 0),
             end: end, notes: notes)
         analysis.regrouping = regrouping
+        analysis.truncatedStacks = truncatedStacks
         return analysis
     }
 }

@@ -93,6 +93,7 @@ public struct GenerationAnalyzer {
     var typeNames: [UInt32: String] = [:]
     var stackFrames: [UInt32: [UInt64]] = [:]
     var stackRecords: [UInt32: UInt64] = [:]
+    var truncatedStacks: [UInt32: Int] = [:]
     var modules: [ModuleEvent] = []
     var process: ProcessRecord?
     var end: EndRecord?
@@ -184,6 +185,8 @@ public struct GenerationAnalyzer {
             stackRecords[id] = recordIndex
             let first = stackIdentity.canonical(id, frames: frames)
             if first != id { stackAlias[id] = first }
+        case let .stackTruncated(id):
+            truncatedStacks[id] = stackFrames[id]?.count ?? 0
         case let .type(id, _, name):
             typeNames[id] = name
         case let .moduleLoad(module):

@@ -84,8 +84,13 @@ public enum Gate {
             }
         }
 
-        return GateVerdict(policy: policy, findings: results, judgedCycles: report.judgedCycles, growth: growth,
-                           liveAtExit: live, ruleUses: uses, fixedEntries: fixed, warnings: warnings)
+        var verdict = GateVerdict(policy: policy, findings: results, judgedCycles: report.judgedCycles, growth: growth,
+                                  liveAtExit: live, ruleUses: uses, fixedEntries: fixed, warnings: warnings)
+        // Partial data: sites without a stack can hide what the criteria look for.
+        if !policy.failOn.isEmpty || policy.maxLiveAtExit != nil {
+            verdict.stacksLost = report.totals.stacksLost
+        }
+        return verdict
     }
 
     /// The whole heap's mean growth per judged cycle: live bytes at the mark closing the last

@@ -24,6 +24,9 @@ public enum GateMessages {
         if let live = v.liveAtExit, live.failed {
             lines.append("heapgen: gate failed: " + livePhrase(live))
         }
+        if v.stacksLost > 0 {
+            lines.append("heapgen: gate failed: the trace is incomplete: " + StackCompleteness.lostWarning(v.stacksLost))
+        }
         for r in v.findings {
             switch r.status {
             case .suppressed(let rule):
@@ -59,6 +62,7 @@ public enum GateMessages {
             }
             if let g = v.growth, g.failed { parts.append(growthPhrase(g)) }
             if let live = v.liveAtExit, live.failed { parts.append(livePhrase(live)) }
+            if v.stacksLost > 0 { parts.append("\(HumanUnits.plural(v.stacksLost, "allocation")) without a stack (incomplete trace)") }
             return "gate failed: " + parts.joined(separator: ", ") + tail + "."
         }
         let policy = v.policy

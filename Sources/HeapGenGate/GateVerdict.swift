@@ -97,6 +97,9 @@ public struct GateVerdict: Sendable {
     public var fixedEntries: [Baseline.Entry]
     /// Warnings: criteria that could not be judged.
     public var warnings: [String]
+    /// Allocations the trace holds without a stack (the shim's stack store was full), when
+    /// the policy has criteria: the data is partial, so the gate fails rather than pass on it.
+    public var stacksLost: UInt64 = 0
 
     /// Findings that fail the gate.
     public var failingFindings: [FindingResult] { findings.filter(\.isFailing) }
@@ -108,6 +111,6 @@ public struct GateVerdict: Sendable {
 
     /// True if the gate fails.
     public var failed: Bool {
-        !failingFindings.isEmpty || growth?.failed == true || liveAtExit?.failed == true
+        !failingFindings.isEmpty || growth?.failed == true || liveAtExit?.failed == true || stacksLost > 0
     }
 }

@@ -117,9 +117,10 @@ public final class Recorder {
         let waits = loop.finished.reduce(UInt64(0)) { $0 + $1.end.producerWaits }
         let waitNs = loop.finished.reduce(UInt64(0)) { $0 + $1.end.producerWaitNanoseconds }
         let rate = busy > 0 ? Double(loop.slotsDrained) / busy : 0
+        let arena = loop.finished.reduce(UInt64(0)) { $0 + $1.arenaBytes }
         printDiagnostic("stats: events=\(events) seconds=\(Format.threeDecimals(seconds)) "
             + "drain_busy_seconds=\(Format.threeDecimals(busy)) slots_per_busy_second=\(Int(rate)) "
-            + "peak_rss_kb=\(usage.ru_maxrss) trace_bytes=\(bytes) waits=\(waits) wait_ns=\(waitNs)")
+            + "peak_rss_kb=\(usage.ru_maxrss) trace_bytes=\(bytes) waits=\(waits) wait_ns=\(waitNs) arena_bytes=\(arena)")
     }
 
     /// The closing lines; returns the exit status.
@@ -151,6 +152,9 @@ public final class Recorder {
             if let stopped = trace.stoppedEarly { problems.insert(stopped, at: 0) }
             if !problems.isEmpty {
                 printDiagnostic("warning: \(trace.path): " + problems.joined(separator: ", "))
+            }
+            if trace.end.stacksLost > 0 {
+                printDiagnostic("warning: \(trace.path): " + StackCompleteness.lostWarning(trace.end.stacksLost))
             }
         }
         if failed { return ExitCodes.heapgenFailed }

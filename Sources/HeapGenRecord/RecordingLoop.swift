@@ -25,6 +25,8 @@ struct FinishedTrace {
     var stoppedEarly: String?
     /// Some shim counter was out of range and was dropped before it was written.
     var droppedCounters = false
+    /// Bytes of the shim's arena in use at the end (stack nodes, names, modules), for `--stats`.
+    var arenaBytes: UInt64 = 0
 }
 
 /// The collector proper, on one thread: accepts connections and their
@@ -677,7 +679,8 @@ final class RecordingLoop {
         let end = EndRecord(reason: status.reason, status: status.status,
                             producerWaits: c.waits, producerWaitNanoseconds: c.waitNanoseconds,
                             lostEvents: max(c.lostEvents, seg.lostReported), tornEvents: seg.torn, arenaFull: c.arenaFull,
-                            freeNullCalls: c.freeNullCalls, unwindFallbacks: c.unwindFallbacks)
+                            freeNullCalls: c.freeNullCalls, unwindFallbacks: c.unwindFallbacks,
+                            stacksLost: c.stacksLost)
         var failure: String?
         do {
             try seg.writer.finish(end)
@@ -693,7 +696,8 @@ final class RecordingLoop {
                                           "process \(seg.pid) wrote over its recording segment (\($0)): recording stopped "
                                               + "after \(HumanUnits.count(seg.writer.eventCount)) events; the program ran on untraced"
                                       },
-                                      droppedCounters: seg.droppedCounters))
+                                      droppedCounters: seg.droppedCounters,
+                                      arenaBytes: c.arenaUsed))
         entry.segment = nil
         live.removeAll { $0 === seg }
     }

@@ -81,6 +81,10 @@ struct ShimCounters {
     var arenaFull: UInt64
     var freeNullCalls: UInt64
     var unwindFallbacks: UInt64
+    /// Allocations recorded with stack 0: the stack store was full.
+    var stacksLost: UInt64
+    /// Bytes of the arena in use, at most its size.
+    var arenaUsed: UInt64
     /// At least one counter was out of range (and was dropped).
     var dropped = false
 
@@ -102,6 +106,8 @@ struct ShimCounters {
         arenaFull = plausible(c.arena_full)
         freeNullCalls = plausible(c.free_null)
         unwindFallbacks = plausible(c.unwind_fallbacks)
+        stacksLost = plausible(c.stacks_lost)
+        arenaUsed = min(c.arena_used, raw.pointee.arena_size)
         self.dropped = dropped
     }
 }

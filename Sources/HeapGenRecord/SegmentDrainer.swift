@@ -156,15 +156,24 @@ final class SegmentDrainer {
         }
     }
 
-    /// Reads stack blob `ref` and defines it; returns the stack id to use (0 if invalid).
+    /// Expands call-tree node `ref` (the innermost frame of a stack) into its whole
+    /// stack and defines it in the trace, with a `stackTruncated` record if the shim cut
+    /// it at its frame limit; returns the stack id to use (0 if the chain is malformed).
+    ///
+    /// The trace id of a stack is its innermost node's ref: unique per whole stack, so the
+    /// only state kept per stack is one bit in ``Segment/stacks``.
     @inline(never)
     private func defineStack(_ seg: Segment, ref: UInt32) -> UInt32 {
-        let n = hg_read_stack(seg.raw, ref, frames, UInt32(Self.maxFrames))
+        var truncated: UInt32 = 0
+        let n = hg_read_stack_flags(seg.raw, ref, frames, UInt32(Self.maxFrames), &truncated)
         guard n > 0 else {
             seg.badStacks &+= 1
             return 0
         }
         seg.writer.defineStack(id: ref, frames: UnsafeBufferPointer(start: frames, count: Int(n)))
+        if truncated != 0 {
+            seg.writer.stackTruncated(id: ref)
+        }
         seg.stacks.insert(ref)
         return ref
     }

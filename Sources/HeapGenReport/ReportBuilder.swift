@@ -90,7 +90,7 @@ public struct ReportBuilder {
             peakGeneration: t.peakGeneration, liveAtExitObjects: t.liveAtExitObjects,
             liveAtExitBytes: t.liveAtExitBytes, producerWaits: t.producerWaits,
             producerWaitNanoseconds: t.producerWaitNanoseconds, lostEvents: t.lostEvents,
-            untrackedFrees: t.untrackedFrees)
+            untrackedFrees: t.untrackedFrees, stacksLost: t.stacksLost)
         let generations = analysis.generations.map {
             Report.Generation(index: $0.index, label: $0.label, allocations: $0.allocations, frees: $0.frees,
                               allocatedBytes: $0.allocatedBytes, liveObjects: $0.liveObjects,
@@ -109,6 +109,9 @@ public struct ReportBuilder {
         case .unknown?: notes.append("How the program ended is unknown.")
         case .corrupt?: notes.append("The program wrote over its own recording segment: recording stopped there.")
         case nil: break
+        }
+        if analysis.totals.stacksLost > 0 {
+            notes.append("Warning: " + StackCompleteness.lostWarning(analysis.totals.stacksLost) + ".")
         }
         let program = Report.Program(path: p.executable, args: p.arguments, pid: p.pid,
                                      exitStatus: exitStatus, signal: signal)
@@ -155,7 +158,8 @@ public struct ReportBuilder {
                 userFrame: OwnCode.firstUserFrame(stack), cycles: f.cycles, cyclesWithGrowth: f.cyclesWithGrowth,
                 objectsSeries: f.objectsSeries, bytesSeries: f.bytesSeries,
                 averageBytesPerCycle: Int(f.averageBytesPerCycle.rounded()),
-                survivingObjects: f.survivingObjects, survivingBytes: f.survivingBytes)
+                survivingObjects: f.survivingObjects, survivingBytes: f.survivingBytes,
+                stackTruncatedAt: analysis.truncatedStacks[f.stackID])
         }
     }
 

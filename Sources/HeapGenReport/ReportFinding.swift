@@ -40,11 +40,14 @@ extension Report {
         public var survivingObjects: UInt64
         /// Bytes of those blocks.
         public var survivingBytes: UInt64
+        /// Set when the recording cut the stack at its frame limit: the number of frames
+        /// recorded (the outermost callers are missing). `nil` for a complete stack.
+        public var stackTruncatedAt: Int?
 
         /// Creates a finding.
         public init(kind: Kind, typeName: String?, frames: [Frame], userFrame: Int?, cycles: Int,
                     cyclesWithGrowth: Int, objectsPerCycle: [Int], bytesPerCycle: [Int], averageBytesPerCycle: Int,
-                    survivingObjects: UInt64, survivingBytes: UInt64) {
+                    survivingObjects: UInt64, survivingBytes: UInt64, stackTruncatedAt: Int? = nil) {
             self.kind = kind
             self.typeName = typeName
             self.frames = frames
@@ -56,16 +59,18 @@ extension Report {
             self.averageBytesPerCycle = averageBytesPerCycle
             self.survivingObjects = survivingObjects
             self.survivingBytes = survivingBytes
+            self.stackTruncatedAt = stackTruncatedAt
         }
 
         /// Creates a finding from sparse per-cycle series.
         public init(kind: Kind, typeName: String?, frames: [Frame], userFrame: Int?, cycles: Int,
                     cyclesWithGrowth: Int, objectsSeries: CycleSeries, bytesSeries: CycleSeries,
-                    averageBytesPerCycle: Int, survivingObjects: UInt64, survivingBytes: UInt64) {
+                    averageBytesPerCycle: Int, survivingObjects: UInt64, survivingBytes: UInt64,
+                    stackTruncatedAt: Int? = nil) {
             self.init(kind: kind, typeName: typeName, frames: frames, userFrame: userFrame, cycles: cycles,
                       cyclesWithGrowth: cyclesWithGrowth, objectsPerCycle: [], bytesPerCycle: [],
                       averageBytesPerCycle: averageBytesPerCycle, survivingObjects: survivingObjects,
-                      survivingBytes: survivingBytes)
+                      survivingBytes: survivingBytes, stackTruncatedAt: stackTruncatedAt)
             self.objectsSeries = objectsSeries
             self.bytesSeries = bytesSeries
         }
@@ -101,7 +106,7 @@ extension Report {
         private enum CodingKeys: String, CodingKey {
             case kind, typeName, frames, userFrame, cycles, cyclesWithGrowth
             case objectsSeries = "objectsPerCycle", bytesSeries = "bytesPerCycle"
-            case averageBytesPerCycle, survivingObjects, survivingBytes
+            case averageBytesPerCycle, survivingObjects, survivingBytes, stackTruncatedAt
         }
 
         /// Derived fields: written for readers, recomputed (not read) when decoding.
@@ -123,6 +128,7 @@ extension Report {
             try c.encode(averageBytesPerCycle, forKey: .averageBytesPerCycle)
             try c.encode(survivingObjects, forKey: .survivingObjects)
             try c.encode(survivingBytes, forKey: .survivingBytes)
+            try c.encode(stackTruncatedAt, forKey: .stackTruncatedAt)
             var derived = encoder.container(keyedBy: DerivedKeys.self)
             try derived.encode(inLibraries, forKey: .inLibraries)
         }

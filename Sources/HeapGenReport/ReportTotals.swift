@@ -25,12 +25,16 @@ extension Report {
         public var lostEvents: UInt64
         /// Frees of blocks allocated before tracing began.
         public var untrackedFrees: UInt64
+        /// Allocations recorded without their stack (the shim's stack store was full): their
+        /// sites are unknown. 0 when every stack was stored; reports made before the field
+        /// existed decode as 0.
+        public var stacksLost: UInt64
 
         /// Creates the totals.
         public init(allocations: UInt64 = 0, frees: UInt64 = 0, allocatedBytes: UInt64 = 0, peakBytes: UInt64 = 0,
                     peakGeneration: Int = 0, liveAtExitObjects: UInt64 = 0, liveAtExitBytes: UInt64 = 0,
                     producerWaits: UInt64 = 0, producerWaitNanoseconds: UInt64 = 0, lostEvents: UInt64 = 0,
-                    untrackedFrees: UInt64 = 0) {
+                    untrackedFrees: UInt64 = 0, stacksLost: UInt64 = 0) {
             self.allocations = allocations
             self.frees = frees
             self.allocatedBytes = allocatedBytes
@@ -42,6 +46,29 @@ extension Report {
             self.producerWaitNanoseconds = producerWaitNanoseconds
             self.lostEvents = lostEvents
             self.untrackedFrees = untrackedFrees
+            self.stacksLost = stacksLost
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case allocations, frees, allocatedBytes, peakBytes, peakGeneration, liveAtExitObjects, liveAtExitBytes
+            case producerWaits, producerWaitNanoseconds, lostEvents, untrackedFrees, stacksLost
+        }
+
+        /// Decodes the totals; a missing `stacksLost` (an older report) is 0.
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            allocations = try c.decode(UInt64.self, forKey: .allocations)
+            frees = try c.decode(UInt64.self, forKey: .frees)
+            allocatedBytes = try c.decode(UInt64.self, forKey: .allocatedBytes)
+            peakBytes = try c.decode(UInt64.self, forKey: .peakBytes)
+            peakGeneration = try c.decode(Int.self, forKey: .peakGeneration)
+            liveAtExitObjects = try c.decode(UInt64.self, forKey: .liveAtExitObjects)
+            liveAtExitBytes = try c.decode(UInt64.self, forKey: .liveAtExitBytes)
+            producerWaits = try c.decode(UInt64.self, forKey: .producerWaits)
+            producerWaitNanoseconds = try c.decode(UInt64.self, forKey: .producerWaitNanoseconds)
+            lostEvents = try c.decode(UInt64.self, forKey: .lostEvents)
+            untrackedFrees = try c.decode(UInt64.self, forKey: .untrackedFrees)
+            stacksLost = try c.decodeIfPresent(UInt64.self, forKey: .stacksLost) ?? 0
         }
     }
 }

@@ -81,6 +81,9 @@ public enum TextReport {
         if t.lostEvents > 0 {
             lines.append(style.yellow("  \(HumanUnits.plural(t.lostEvents, "event")) lost: counts and findings may be off"))
         }
+        if t.stacksLost > 0 {
+            lines.append(style.yellow("  warning: " + StackCompleteness.lostWarning(t.stacksLost)))
+        }
         return lines
     }
 
@@ -254,6 +257,9 @@ public enum TextReport {
         }
         lines.append(detail)
         lines += stack(f.frames, from: f.userFrame, style)
+        if let n = f.stackTruncatedAt {
+            lines.append(style.dim("     " + StackCompleteness.truncated(frames: n)))
+        }
         return lines
     }
 

@@ -82,6 +82,14 @@ struct RecordDecoder {
                 }
                 try body(.stack(id: id, frames: frames))
 
+            case RecordTag.stackTruncated:
+                let idAt = c.position
+                let id = try c.varint32("stack id")
+                if !stacks.contains(id) {
+                    throw c.corrupt("truncated stack \(id) is not defined", at: idAt)
+                }
+                try body(.stackTruncated(id: id))
+
             case RecordTag.type:
                 let id = try Self.definedID(&c, "type id", in: &types, start: start)
                 let metadata = try c.varint()
@@ -176,6 +184,8 @@ struct RecordDecoder {
                 if end.eventCount != events {
                     throw c.corrupt("end record counts \(end.eventCount) events but the file has \(events)", at: countAt)
                 }
+                // Minor version 2 appends stacksLost; older files end here.
+                if !c.atEnd { end.stacksLost = try c.varint() }
                 if !c.atEnd { throw c.corrupt("record after the end record") }
                 sawEnd = true
                 try body(.end(end))

@@ -148,7 +148,8 @@ public struct EndRecord: Sendable, Equatable, Codable {
     public var lostEvents: UInt64
     /// Events found half-written in the ring and discarded.
     public var tornEvents: UInt64
-    /// Times the shim's arena was full.
+    /// Blobs (stack nodes, names, labels, module descriptions) that did not fit in the
+    /// shim's arena.
     public var arenaFull: UInt64
     /// `free(NULL)` calls, which are counted but not recorded.
     public var freeNullCalls: UInt64
@@ -158,6 +159,10 @@ public struct EndRecord: Sendable, Equatable, Codable {
     /// Number of alloc, free, reallocUndo and mark records in the file.
     /// ``TraceWriter/finish(_:)`` ignores the value passed and writes its own count.
     public var eventCount: UInt64
+    /// Allocations recorded without their stack (stack 0) because the shim's stack store
+    /// was full: their sites are unknown, so findings and live-at-exit sites are incomplete.
+    /// Minor version 2; 0 in older traces.
+    public var stacksLost: UInt64
     /// Set only on the `end` record a reader makes up for a trace cut short (the collector
     /// was killed): what it ignored. Never written to a file.
     public var salvage: TraceSalvage?
@@ -165,7 +170,7 @@ public struct EndRecord: Sendable, Equatable, Codable {
     public init(reason: EndReason, status: Int32 = 0, producerWaits: UInt64 = 0,
                 producerWaitNanoseconds: UInt64 = 0, lostEvents: UInt64 = 0, tornEvents: UInt64 = 0,
                 arenaFull: UInt64 = 0, freeNullCalls: UInt64 = 0, unwindFallbacks: UInt64 = 0,
-                eventCount: UInt64 = 0) {
+                eventCount: UInt64 = 0, stacksLost: UInt64 = 0) {
         self.reason = reason
         self.status = status
         self.producerWaits = producerWaits
@@ -176,5 +181,6 @@ public struct EndRecord: Sendable, Equatable, Codable {
         self.freeNullCalls = freeNullCalls
         self.unwindFallbacks = unwindFallbacks
         self.eventCount = eventCount
+        self.stacksLost = stacksLost
     }
 }

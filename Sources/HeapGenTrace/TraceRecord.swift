@@ -14,6 +14,9 @@ public enum TraceRecord: Sendable, Equatable {
     case reallocUndo(address: UInt64)
     /// Defines stack `id` (innermost frame first).
     case stack(id: UInt32, frames: [UInt64])
+    /// Stack `id` (defined before) was cut at the recording's frame limit: its outermost
+    /// callers are missing. Its frame count is the limit.
+    case stackTruncated(id: UInt32)
     /// Defines type `id`: Swift type metadata address and demangled name.
     case type(id: UInt32, metadata: UInt64, name: String)
     case moduleLoad(ModuleRecord)
@@ -45,6 +48,7 @@ enum RecordTag {
     static let threadStart: UInt8 = 0x15
     static let lost: UInt8 = 0x16
     static let unreachable: UInt8 = 0x17
+    static let stackTruncated: UInt8 = 0x18
     static let process: UInt8 = 0x20
     static let end: UInt8 = 0x21
     static let `extension`: UInt8 = 0x7F

@@ -65,6 +65,8 @@ public struct TraceSummary: Sendable, Codable {
     public var peakEventPosition: UInt64 = 0
     /// Stack definitions.
     public var stackCount: Int = 0
+    /// Stacks cut at the recording's frame limit (`stackTruncated` records).
+    public var truncatedStackCount: Int = 0
     /// Type definitions: id → name.
     public var types: [UInt32: String] = [:]
     /// Paths of loaded modules, in load order.
@@ -135,6 +137,7 @@ public struct TraceSummary: Sendable, Codable {
         peakLiveBytes = builder.peak
         peakEventPosition = builder.peakAt
         stackCount = builder.stacks
+        truncatedStackCount = builder.truncatedStacks
         types = builder.types
         modules = builder.modules
         moduleUnloads = builder.unloads
@@ -165,7 +168,7 @@ public struct TraceSummary: Sendable, Codable {
         var unknownFrees: UInt64 = 0, doubleAllocations: UInt64 = 0, badUndos: UInt64 = 0
         var problems: [String] = []
         var problemCount = 0
-        var stacks = 0, threads = 0, unloads = 0
+        var stacks = 0, threads = 0, unloads = 0, truncatedStacks = 0
         var lost: UInt64 = 0
         var types: [UInt32: String] = [:]
         var modules: [String] = []
@@ -240,6 +243,8 @@ public struct TraceSummary: Sendable, Codable {
 
             case .stack:
                 stacks += 1
+            case .stackTruncated:
+                truncatedStacks += 1
             case let .type(id, _, name):
                 types[id] = name
             case let .moduleLoad(module):

@@ -54,7 +54,7 @@ public final class TraceWriter {
     private var writable = true
 
     /// Room reserved past the flush threshold for one small record
-    /// (alloc is at most 32 bytes, end at most 87).
+    /// (alloc is at most 32 bytes, end at most 97).
     private static let smallRecordRoom = 128
     private static let defaultCapacity = TraceFormat.chunkHeaderSize + TraceFormat.flushThreshold + smallRecordRoom
     private static let flushAt = TraceFormat.chunkHeaderSize + TraceFormat.flushThreshold
@@ -274,6 +274,16 @@ public final class TraceWriter {
         if position >= Self.flushAt { flushPending() }
     }
 
+    /// Appends a `stackTruncated` record: stack `id`, defined just before, was cut at the
+    /// recording's frame limit.
+    public func stackTruncated(id: UInt32) {
+        guard writable, id != 0 else { return }
+        let p = buffer
+        p[position] = RecordTag.stackTruncated
+        position = Varint.put(UInt64(id), into: p, at: position &+ 1)
+        if position >= Self.flushAt { flushPending() }
+    }
+
     /// Appends a `lost` record: the shim gave up `count` events here.
     public func lost(count: UInt64) {
         guard writable else { return }
@@ -331,7 +341,7 @@ public final class TraceWriter {
             p[i &+ 1] = end.reason.rawValue
             i = Varint.put(UInt64(UInt32(bitPattern: end.status)), into: p, at: i &+ 2)
             for value in [end.producerWaits, end.producerWaitNanoseconds, end.lostEvents, end.tornEvents,
-                          end.arenaFull, end.freeNullCalls, end.unwindFallbacks, eventCount] {
+                          end.arenaFull, end.freeNullCalls, end.unwindFallbacks, eventCount, end.stacksLost] {
                 i = Varint.put(value, into: p, at: i)
             }
             position = i

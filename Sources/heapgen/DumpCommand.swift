@@ -44,6 +44,8 @@ struct DumpCommand: ParsableCommand {
             return "undo \(hex(address))"
         case let .stack(id, frames):
             return "stack \(id) " + frames.map(hex).joined(separator: " ")
+        case let .stackTruncated(id):
+            return "truncated \(id)"
         case let .type(id, metadata, name):
             return "type \(id) \(hex(metadata)) \(quoted(name))"
         case let .moduleLoad(m):
@@ -61,7 +63,7 @@ struct DumpCommand: ParsableCommand {
         case let .unreachable(addresses):
             return "unreachable \(addresses.count) " + addresses.map(hex).joined(separator: " ")
         case let .end(e):
-            var line = "end reason=\(e.reason) status=\(e.status) events=\(e.eventCount) waits=\(e.producerWaits) wait_ns=\(e.producerWaitNanoseconds) lost=\(e.lostEvents) torn=\(e.tornEvents) arena_full=\(e.arenaFull) free_null=\(e.freeNullCalls) unwind_fallbacks=\(e.unwindFallbacks)"
+            var line = "end reason=\(e.reason) status=\(e.status) events=\(e.eventCount) waits=\(e.producerWaits) wait_ns=\(e.producerWaitNanoseconds) lost=\(e.lostEvents) torn=\(e.tornEvents) arena_full=\(e.arenaFull) free_null=\(e.freeNullCalls) unwind_fallbacks=\(e.unwindFallbacks) stacks_lost=\(e.stacksLost)"
             // Not in the file: the reader's stand-in for a trace cut short.
             if let s = e.salvage { line += " salvaged=\(s.readBytes) ignored_bytes=\(s.ignoredBytes)" }
             return line

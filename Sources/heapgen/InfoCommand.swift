@@ -82,6 +82,12 @@ enum SummaryTable {
         rows.append(("live at end", "\(HumanUnits.count(s.liveObjects)) blocks, \(HumanUnits.bytes(s.liveBytes))"))
         rows.append(("peak", "\(HumanUnits.bytes(s.peakLiveBytes)) at event \(HumanUnits.count(s.peakEventPosition))"))
         rows.append(("stacks", HumanUnits.count(UInt64(s.stackCount))))
+        if s.truncatedStackCount > 0 {
+            rows.append(("  truncated", "\(HumanUnits.count(UInt64(s.truncatedStackCount))) (cut at the frame limit; HEAPGEN_MAX_FRAMES raises it)"))
+        }
+        if s.end.stacksLost > 0 {
+            rows.append(("stacks lost", "warning: " + StackCompleteness.lostWarning(s.end.stacksLost)))
+        }
         if !s.types.isEmpty { rows.append(("types", HumanUnits.count(UInt64(s.types.count)))) }
         rows.append(("modules", HumanUnits.count(UInt64(s.modules.count))))
         rows.append(("threads", HumanUnits.count(UInt64(s.threadCount))))

@@ -153,8 +153,9 @@ final class ReportJSONTests: XCTestCase {
         let finding = try XCTUnwrap((object["findings"] as? [[String: Any]])?.first)
         XCTAssertEqual(Set(finding.keys), ["kind", "typeName", "frames", "userFrame", "cycles", "cyclesWithGrowth",
                                            "objectsPerCycle", "bytesPerCycle", "averageBytesPerCycle",
-                                           "survivingObjects", "survivingBytes", "inLibraries"])
+                                           "survivingObjects", "survivingBytes", "inLibraries", "stackTruncatedAt"])
         XCTAssertTrue(finding["typeName"] is NSNull)
+        XCTAssertTrue(finding["stackTruncatedAt"] is NSNull, "a whole stack")
         let frames = try XCTUnwrap(finding["frames"] as? [[String: Any]])
         XCTAssertEqual(Set(frames[0].keys), ["function", "shortFunction", "file", "line", "column", "module", "address", "inlined"])
         XCTAssertEqual(frames[0]["address"] as? String, "0x55d0c0ffee00")

@@ -65,6 +65,7 @@ void hg_segment_detach(hg_segment *seg);
 typedef struct hg_counters {
     uint64_t head;
     uint64_t wait_count, wait_ns, arena_full, lost_events, free_null, unwind_fallbacks;
+    uint64_t stacks_lost;   /* allocations recorded with stack 0: the stack store was full */
     uint64_t arena_used;
     uint32_t detached;
 } hg_counters;
@@ -147,8 +148,15 @@ int hg_control_respond(const hg_segment *seg, uint64_t id, const char *data, siz
  * *len receives hdr.len (frames for stacks, bytes otherwise). NULL if bad. */
 const void *hg_blob(const hg_segment *seg, uint32_t ref, uint32_t tag, uint32_t *len);
 
-/* Copies the frames of stack blob `ref` into out (at most max); returns the
- * frame count, 0 if the blob is invalid or empty or longer than max. */
+/* Expands stack `ref` (its innermost call-tree node, HG_BLOB_NODE) into its
+ * frames, innermost first, walking parent refs to the root. Returns the frame
+ * count, 0 if the chain is malformed (a ref outside the arena, a parent not
+ * strictly below its child, depths that do not count down by one to a root,
+ * flags that disagree) or deeper than max or the segment's max_frames.
+ * *truncated (if not NULL) is 1 when the unwinder cut the stack at its frame
+ * limit. Never loops: at most `depth` nodes are read. */
+uint32_t hg_read_stack_flags(const hg_segment *seg, uint32_t ref, uint64_t *out, uint32_t max,
+                             uint32_t *truncated);
 uint32_t hg_read_stack(const hg_segment *seg, uint32_t ref, uint64_t *out, uint32_t max);
 
 /* Copies the string blob `ref` into out (at most max-1 bytes, NUL added,

@@ -1,0 +1,85 @@
+/*
+ * manystacks.c: 2^K distinct call stacks (K = argv[1], default 18).
+ *
+ * path `bits` descends K levels below run_paths through two functions: level 0 is
+ * step_a; level j (1..K) is step_b where bit j-1 of `bits` is 1, step_a where
+ * it is 0. The innermost level mallocs 16 + bits bytes, so an allocation's
+ * size names its path. Every block is freed at once except every 4096th,
+ * which stays live. With a second argument T, T threads run every path at
+ * once, racing to store the same new stacks. Prints what it did (compared
+ * with and without heapgen).
+ * The stacks share their outer frames: a call tree of ~3 * 2^K edges.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+volatile unsigned long count_a, count_b;
+
+__attribute__((noipa)) void *step_b(size_t size, unsigned bits, int depth);
+
+/* The work after each call keeps it from being a tail call. */
+__attribute__((noipa)) void *step_a(size_t size, unsigned bits, int depth)
+{
+    void *p = depth == 0 ? malloc(size)
+            : (bits & 1) ? step_b(size, bits >> 1, depth - 1)
+                         : step_a(size, bits >> 1, depth - 1);
+    count_a++;
+    return p;
+}
+
+__attribute__((noipa)) void *step_b(size_t size, unsigned bits, int depth)
+{
+    void *p = depth == 0 ? malloc(size)
+            : (bits & 1) ? step_b(size, bits >> 1, depth - 1)
+                         : step_a(size, bits >> 1, depth - 1);
+    count_b += 2;
+    return p;
+}
+
+#define MAX_THREADS 8
+
+static int k;
+static void *kept[MAX_THREADS][64];
+static unsigned long allocated[MAX_THREADS];
+
+/* Every path once; thread `t` (0 without threads) keeps every 4096th block. */
+__attribute__((noipa)) void *run_paths(void *arg)
+{
+    int t = (int)(intptr_t)arg, nkept = 0;
+    for (unsigned bits = 0; bits < (1u << k); bits++) {
+        void *p = step_a(16 + (size_t)bits, bits, k);
+        allocated[t] += p != NULL;
+        if ((bits & 4095) == 0 && nkept < 64)
+            kept[t][nkept++] = p;
+        else
+            free(p);
+    }
+    return NULL;
+}
+
+/* manystacks [K [THREADS]]: THREADS > 0 runs every path on that many threads
+ * at once (they race to store the same new stacks). */
+int main(int argc, char **argv)
+{
+    k = argc > 1 ? atoi(argv[1]) : 18;
+    int threads = argc > 2 ? atoi(argv[2]) : 0;
+    if (k < 1 || k > 22 || threads < 0 || threads > MAX_THREADS)
+        return 2;
+    if (threads == 0) {
+        run_paths((void *)0);
+    } else {
+        pthread_t tid[MAX_THREADS];
+        for (int t = 0; t < threads; t++)
+            if (pthread_create(&tid[t], NULL, run_paths, (void *)(intptr_t)t) != 0)
+                return 3;
+        for (int t = 0; t < threads; t++)
+            pthread_join(tid[t], NULL);
+    }
+    unsigned long total = 0;
+    for (int t = 0; t < MAX_THREADS; t++)
+        total += allocated[t];
+    printf("paths %u threads %d allocated %lu\n", 1u << k, threads, total);
+    return 0;
+}

@@ -1,0 +1,358 @@
+// The shim's call-tree stack store (issue 7, items 12 and 16): hundreds of thousands of
+// distinct stacks are all stored in a small arena; when the store does fill, every stack
+// it could not keep is counted and said everywhere (collector, info, report, gate);
+// stacks cut at the frame limit are marked; the collector rejects malformed node chains.
+
+import Foundation
+import HeapGenTestSupport
+import HeapGenTrace
+import XCTest
+
+final class StackStoreTests: XCTestCase {
+    /// manystacks.c with 2^k paths: its allocations of 16 + bits bytes, in path order.
+    struct PathRun {
+        var stacks: [UInt32: [UInt64]] = [:]
+        var modules: [ModuleRecord] = []
+        /// Stack id of path `bits` at index `bits`.
+        var pathStacks: [UInt32] = []
+        /// Allocations (all of them) recorded with stack 0.
+        var stacklessAllocations: UInt64 = 0
+        var end: EndRecord?
+    }
+
+    private func readPaths(_ trace: String, k: Int) throws -> PathRun {
+        var run = PathRun()
+        var reader = try TraceReader(path: trace)
+        try reader.forEach { record in
+            switch record {
+            case let .stack(id, frames): run.stacks[id] = frames
+            case let .moduleLoad(m): run.modules.append(m)
+            case let .allocation(_, _, size, stack, _):
+                if stack == 0 { run.stacklessAllocations += 1 }
+                if run.pathStacks.count < 1 << k && size == UInt64(16 + run.pathStacks.count) {
+                    run.pathStacks.append(stack)
+                }
+            case let .end(e): run.end = e
+            default: break
+            }
+        }
+        return run
+    }
+
+    /// The program's own output, without heapgen.
+    private func nativeOutput(_ exe: String, _ arguments: [String]) throws -> Data {
+        let r = try runProcess(exe, arguments, timeout: 120)
+        XCTAssertStatus(r, 0, "native run")
+        return r.stdout
+    }
+
+    private func environment(_ extra: [String: String]) -> [String: String] {
+        ProcessInfo.processInfo.environment.merging(extra) { _, new in new }
+    }
+
+    /// 2^18 distinct stacks (~50 MB as whole stacks, more than the 32 MiB arena given) are
+    /// all stored: each path allocation has its own stack, and a sample of them names exactly
+    /// the path its size encodes.
+    func testHundredsOfThousandsOfDistinctStacksFitASmallArena() throws {
+        let k = 18
+        let exe = try Fixture.build("manystacks.c")
+        let native = try nativeOutput(exe, [String(k)])
+        let rec = try HeapGenCLI.recording(exe, [String(k)], environment: environment(["HEAPGEN_ARENA_MB": "32"]))
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdout, native, "the program's output is the same under heapgen")
+        XCTAssertFalse(rec.result.stderrText.contains("without a stack"), rec.result.transcript)
+
+        let run = try readPaths(rec.trace, k: k)
+        let end = try XCTUnwrap(run.end)
+        XCTAssertEqual(end.stacksLost, 0)
+        XCTAssertEqual(end.arenaFull, 0)
+        XCTAssertEqual(run.pathStacks.count, 1 << k, "one allocation per path")
+        XCTAssertFalse(run.pathStacks.contains(0), "every path allocation has a stack")
+        XCTAssertEqual(Set(run.pathStacks).count, 1 << k, "every path has its own stack")
+        // Complete stacks: all paths are equally deep, so all their stacks are equally long.
+        let length = try XCTUnwrap(run.stacks[run.pathStacks[0]]).count
+        XCTAssertGreaterThanOrEqual(length, k + 3, "k + 1 steps, run_paths and main")
+        XCTAssertEqual(run.pathStacks.filter { run.stacks[$0]?.count != length }.count, 0)
+
+        // A sample, symbolicated in one batch: innermost first, level k down to level 0, then
+        // run_paths and main.
+        var sample: [UInt32] = [0, UInt32(1 << k) - 1]
+        for i in 0..<48 {
+            let bits: Int = (i * 5_461 + i * i * 37) % (1 << k)
+            sample.append(UInt32(bits))
+        }
+        var all: [UInt64] = []
+        for bits in sample { all += run.stacks[run.pathStacks[Int(bits)]]! }
+        let names = try LLVMSymbolizer.functionNames(frames: all, modules: run.modules)
+        XCTAssertEqual(names.count, all.count)
+        for (i, bits) in sample.enumerated() {
+            var expected = ["step_a"] + (0..<k).map { (bits >> UInt32($0)) & 1 == 1 ? "step_b" : "step_a" }
+            expected.reverse()
+            expected += ["run_paths", "main"]
+            let got = Array(names[(i * length)..<(i * length + k + 3)])
+            XCTAssertEqual(got, expected, "path \(String(bits, radix: 2))")
+        }
+    }
+
+    /// Four threads run the same 2^16 paths at once, racing to store the same new edges: every
+    /// allocation still gets exactly its own path's stack (a race may store an edge twice,
+    /// never mix two up), and nothing is lost.
+    func testThreadsRacingToStoreTheSameStacks() throws {
+        let k = 16, threads = 4
+        let exe = try Fixture.build("manystacks.c")
+        let native = try nativeOutput(exe, [String(k), String(threads)])
+        let rec = try HeapGenCLI.recording(exe, [String(k), String(threads)], flags: ["--quiet"])
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdout, native)
+
+        var stacks: [UInt32: [UInt64]] = [:]
+        var modules: [ModuleRecord] = []
+        var allocations: [(bits: Int, stack: UInt32)] = []
+        var end: EndRecord?
+        var reader = try TraceReader(path: rec.trace)
+        try reader.forEach { record in
+            switch record {
+            case let .stack(id, frames): stacks[id] = frames
+            case let .moduleLoad(m): modules.append(m)
+            case let .allocation(_, _, size, stack, _) where size >= 16 && size < 16 + (1 << k):
+                allocations.append((Int(size - 16), stack))
+            case let .end(e): end = e
+            default: break
+            }
+        }
+        XCTAssertEqual(end?.stacksLost, 0)
+        XCTAssertEqual(allocations.filter { $0.stack == 0 }.count, 0)
+        // The C library's own allocations (thread set-up, stdio) can share a size with a path;
+        // path stacks are the ones of the common length (all paths are equally deep).
+        var lengthCounts: [Int: Int] = [:]
+        for a in allocations { lengthCounts[stacks[a.stack]?.count ?? 0, default: 0] += 1 }
+        let length = lengthCounts.max { $0.value < $1.value }!.key
+        XCTAssertGreaterThanOrEqual(length, k + 3, "k + 1 steps, run_paths and the thread start")
+        var firstStack = [UInt32](repeating: 0, count: 1 << k)   // per path: the first stack seen
+        var perPath = [Int](repeating: 0, count: 1 << k)
+        var mismatches = 0
+        for a in allocations where stacks[a.stack]?.count == length {
+            perPath[a.bits] += 1
+            if firstStack[a.bits] == 0 {
+                firstStack[a.bits] = a.stack
+            } else if a.stack != firstStack[a.bits] && stacks[a.stack] != stacks[firstStack[a.bits]] {
+                mismatches += 1
+            }
+        }
+        XCTAssertEqual(perPath.filter { $0 != threads }.count, 0, "each path allocated once per thread")
+        XCTAssertEqual(mismatches, 0, "all allocations of one path have the same frames")
+        XCTAssertEqual(Set(firstStack.map { stacks[$0] ?? [] }).count, 1 << k, "distinct paths, distinct stacks")
+
+        var sample: [UInt32] = []
+        for i in 0..<24 { sample.append(UInt32((i * 2_731 + 5) % (1 << k))) }
+        var all: [UInt64] = []
+        var offsets: [Int] = []
+        for bits in sample {
+            offsets.append(all.count)
+            all += stacks[firstStack[Int(bits)]] ?? []
+        }
+        let names = try LLVMSymbolizer.functionNames(frames: all, modules: modules)
+        for (i, bits) in sample.enumerated() {
+            var expected = ["step_a"] + (0..<k).map { (bits >> UInt32($0)) & 1 == 1 ? "step_b" : "step_a" }
+            expected.reverse()
+            expected.append("run_paths")
+            XCTAssertEqual(Array(names[offsets[i]..<min(names.count, offsets[i] + k + 2)]), expected,
+                           "path \(String(bits, radix: 2))")
+        }
+    }
+
+    /// A deliberately tiny arena: the stacks that did not fit are counted exactly (every
+    /// allocation recorded with stack 0 and nothing else), never stored partially, and said by
+    /// the collector, `info`, the text and JSON reports, and the gate, which fails.
+    func testLostStacksAreCountedAndSaidEverywhere() throws {
+        let k = 16
+        let exe = try Fixture.build("manystacks.c")
+        let native = try nativeOutput(exe, [String(k)])
+        let rec = try HeapGenCLI.recording(exe, [String(k)], environment: environment(["HEAPGEN_ARENA_MB": "1"]))
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdout, native, "the program's output is the same under heapgen")
+
+        let run = try readPaths(rec.trace, k: k)
+        let lost = try XCTUnwrap(run.end).stacksLost
+        XCTAssertGreaterThan(lost, 10_000, "a 1 MiB arena holds ~43 k nodes, the tree has ~196 k")
+        XCTAssertLessThan(lost, 1 << k)
+        XCTAssertEqual(run.stacklessAllocations, lost, "each allocation without a stack is counted, and only those")
+        XCTAssertEqual(run.pathStacks.count, 1 << k)
+        let stored = run.pathStacks.filter { $0 != 0 }
+        XCTAssertEqual(Set(stored).count, stored.count, "stored stacks stay distinct")
+        let lengths = Set(stored.map { run.stacks[$0]?.count ?? 0 })
+        XCTAssertEqual(lengths.count, 1, "a stack is stored whole or not at all: \(lengths)")
+
+        let count = formatted(lost)
+        // The collector: one line at the end.
+        let lines = rec.result.stderrText.split(separator: "\n").filter { $0.contains("without a stack") }
+        XCTAssertEqual(lines, ["heapgen: warning: \(rec.trace): \(count) allocations recorded without a stack: the stack store was full (HEAPGEN_ARENA_MB raises it), so their sites are unknown and findings may be incomplete"],
+                       rec.result.transcript)
+
+        // info, text and JSON.
+        let info = try HeapGenCLI.run(["info", rec.trace])
+        XCTAssertStatus(info, 0)
+        XCTAssertEqual(row(info.stdoutText, "stacks lost"),
+                       "warning: \(count) allocations recorded without a stack: the stack store was full (HEAPGEN_ARENA_MB raises it), so their sites are unknown and findings may be incomplete")
+        let summary = try HeapGenCLI.summary(rec.trace)
+        XCTAssertEqual(summary.uint("end.stacksLost"), lost)
+
+        // The report, text and JSON.
+        let text = try HeapGenCLI.run(["report", rec.trace])
+        XCTAssertStatus(text, 0)
+        XCTAssertTrue(text.stdoutText.contains("  warning: \(count) allocations recorded without a stack: the stack store was full"), text.stdoutText)
+        let json = try HeapGenCLI.run(["report", rec.trace, "--format", "json"])
+        XCTAssertStatus(json, 0)
+        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any])
+        let totals = try XCTUnwrap(report["totals"] as? [String: Any])
+        XCTAssertEqual((totals["stacksLost"] as? NSNumber)?.uint64Value, lost)
+        XCTAssertTrue((report["notes"] as? [String] ?? []).contains { $0.hasPrefix("Warning: \(count) allocations recorded without a stack") })
+
+        // The gate fails on partial data, with one clear line; the same run stored whole passes.
+        let gate = try HeapGenCLI.run(["check", rec.trace, "--fail-on", "abandoned"])
+        XCTAssertStatus(gate, 23, "gate on a trace with lost stacks")
+        XCTAssertTrue(gate.stderrText.contains("heapgen: gate failed: the trace is incomplete: \(count) allocations recorded without a stack"), gate.stderrText)
+        XCTAssertTrue(gate.stderrText.contains("SUMMARY: heapgen: gate failed: \(count) allocations without a stack (incomplete trace)."), gate.stderrText)
+
+        // `heapgen run` gates the same way, after the program ran (its output untouched).
+        let runTrace = try TestPaths.freshDirectory("trace") + "/run.trace"
+        let run2 = try HeapGenCLI.run(["run", "--trace", runTrace, "--fail-on", "abandoned", "--", exe, String(k)],
+                                      environment: environment(["HEAPGEN_ARENA_MB": "1"]))
+        XCTAssertStatus(run2, 23, "run with lost stacks")
+        XCTAssertEqual(run2.stdout.prefix(native.count), native, "the program's output comes first, untouched")
+        XCTAssertTrue(run2.stderrText.contains("heapgen: gate failed: the trace is incomplete: "), run2.stderrText)
+
+        let whole = try HeapGenCLI.recording(exe, [String(k)], flags: ["--quiet"])
+        XCTAssertStatus(whole.result, 0)
+        let passing = try HeapGenCLI.run(["check", whole.trace, "--fail-on", "abandoned"])
+        XCTAssertStatus(passing, 0, "the same program with room for its stacks")
+        XCTAssertEqual(try readPaths(whole.trace, k: k).end?.stacksLost, 0)
+    }
+
+    /// The value of the `label` row of `heapgen info`'s table (label, padding, value).
+    private func row(_ table: String, _ label: String) -> String? {
+        for line in table.split(separator: "\n") where line.hasPrefix(label + " ") {
+            return String(line.dropFirst(label.count).drop { $0 == " " })
+        }
+        return nil
+    }
+
+    /// 1234567 → "1,234,567" (HumanUnits.count's grouping).
+    private func formatted(_ n: UInt64) -> String {
+        var digits = Array(String(n))
+        var i = digits.count - 3
+        while i > 0 {
+            digits.insert(",", at: i)
+            i -= 3
+        }
+        return String(digits)
+    }
+
+    /// deeprec.c: the site allocated 100 calls deep is cut at 64 frames, marked in the trace,
+    /// and its finding says so; the shallow one is complete. With HEAPGEN_MAX_FRAMES=200
+    /// nothing is cut.
+    func testStacksCutAtTheFrameLimitAreMarked() throws {
+        let exe = try Fixture.build("deeprec.c")
+        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet"])
+        XCTAssertStatus(rec.result, 0)
+        var stacks: [UInt32: [UInt64]] = [:]
+        var truncated = Set<UInt32>()
+        var bySize: [UInt64: Set<UInt32>] = [:]
+        for record in try HeapGenCLI.records(rec.trace) {
+            switch record {
+            case let .stack(id, frames): stacks[id] = frames
+            case let .stackTruncated(id): truncated.insert(id)
+            case let .allocation(_, _, size, stack, _) where size == 48 || size == 40:
+                bySize[size, default: []].insert(stack)
+            default: break
+            }
+        }
+        let deep = try XCTUnwrap(bySize[48])
+        let shallow = try XCTUnwrap(bySize[40])
+        XCTAssertEqual(deep.count, 1, "one deep site")
+        XCTAssertEqual(shallow.count, 1, "one shallow site")
+        XCTAssertEqual(stacks[deep.first!]?.count, 64, "cut at the default limit")
+        XCTAssertTrue(truncated.contains(deep.first!), "the deep stack is marked truncated")
+        XCTAssertFalse(truncated.contains(shallow.first!), "the shallow stack is complete")
+
+        let info = try HeapGenCLI.run(["info", rec.trace])
+        XCTAssertEqual(row(info.stdoutText, "  truncated"), "1 (cut at the frame limit; HEAPGEN_MAX_FRAMES raises it)")
+
+        let text = try HeapGenCLI.run(["report", rec.trace])
+        XCTAssertStatus(text, 0)
+        XCTAssertEqual(text.stdoutText.components(separatedBy: "stack truncated at 64 frames").count - 1, 1, text.stdoutText)
+
+        let json = try reportFindings(rec.trace)
+        XCTAssertEqual(json.count, 2, "two abandoned sites: \(json)")
+        let deepFinding = try XCTUnwrap(json.first { $0.functions.contains("descend") })
+        let shallowFinding = try XCTUnwrap(json.first { $0.functions.contains("shallow_keep") })
+        XCTAssertEqual(deepFinding.truncatedAt, 64)
+        XCTAssertNil(shallowFinding.truncatedAt)
+
+        // A higher limit keeps the whole stack: 100 descend frames, deep_keep, main.
+        let full = try HeapGenCLI.recording(exe, flags: ["--quiet"],
+                                            environment: environment(["HEAPGEN_MAX_FRAMES": "200"]))
+        XCTAssertStatus(full.result, 0)
+        var fullDeep: [[UInt64]] = []
+        var fullStacks: [UInt32: [UInt64]] = [:]
+        var anyTruncated = false
+        for record in try HeapGenCLI.records(full.trace) {
+            switch record {
+            case let .stack(id, frames): fullStacks[id] = frames
+            case .stackTruncated: anyTruncated = true
+            case let .allocation(_, _, 48, stack, _): fullDeep.append(fullStacks[stack] ?? [])
+            default: break
+            }
+        }
+        XCTAssertFalse(anyTruncated)
+        XCTAssertEqual(fullDeep.count, 6)
+        XCTAssertGreaterThanOrEqual(fullDeep.first?.count ?? 0, 103, "101 descend frames, deep_keep, main")
+        XCTAssertNil(try reportFindings(full.trace).first { $0.functions.contains("descend") }?.truncatedAt)
+    }
+
+    private func reportFindings(_ trace: String) throws -> [(functions: [String], truncatedAt: Int?)] {
+        let r = try HeapGenCLI.run(["report", trace, "--format", "json"])
+        XCTAssertStatus(r, 0)
+        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any])
+        return (report["findings"] as? [[String: Any]] ?? []).map { f in
+            let frames = f["frames"] as? [[String: Any]] ?? []
+            return (frames.compactMap { $0["shortFunction"] as? String ?? $0["function"] as? String },
+                    (f["stackTruncatedAt"] as? NSNumber)?.intValue)
+        }
+    }
+
+    /// The collector's node-chain reader on a hand-made arena (node_chains.c compiles
+    /// Sources/CHeapGenSupport/segment.c in): valid chains read whole, every malformed one
+    /// (cycles, parents out of range or above their child, depths that do not count down,
+    /// flags that disagree, a string where a node should be, too deep) reads as 0.
+    func testMalformedNodeChainsAreRejected() throws {
+        let support = TestPaths.repoRoot + "/Sources/CHeapGenSupport"
+        let exe = try Fixture.build("node_chains.c", flags: ["-I", support + "/include", support + "/segment.c"])
+        let r = try runProcess(exe, [], timeout: 60)
+        XCTAssertStatus(r, 0)
+        XCTAssertEqual(r.stdoutText, """
+            valid 3 0 300 200 100
+            valid-inner 2 0 200 100
+            buffer-too-small 0 0
+            truncated 2 1 222 111
+            flags-disagree 0 0
+            unknown-flag 0 0
+            self-cycle 0 0
+            two-cycle 0 0
+            parent-above 0 0
+            parent-out-of-range 0 0
+            depth-skips 0 0
+            root-with-parent 0 0
+            missing-parent 0 0
+            depth-zero 0 0
+            string-blob 0 0
+            parent-not-node 0 0
+            ref-zero 0 0
+            ref-past-end 0 0
+            ref-far 0 0
+            depth-64 64 0 1040 103f 103e 103d
+            depth-65 0 0
+
+            """)
+    }
+}
