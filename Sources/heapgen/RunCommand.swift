@@ -90,6 +90,7 @@ struct RunCommand: ParsableCommand {
         let policy = gate.isUsed ? try gate.loadPolicy() : nil
         // Failing on leaks needs the scan that finds them.
         options.scanLeaks = leaks || policy?.failOn.contains(.leaked) == true
+        options.temporaryTraces = temporary && !keepTrace
 
         // Where the trace goes.
         let tracePath: String
