@@ -104,6 +104,23 @@ final class LiveAtExitAndNamesReportTests: XCTestCase {
         XCTAssertEqual(empty.status, 64, empty.transcript)
     }
 
+    /// Findings are shown as one entry only when their shown frames are the same frames
+    /// (not merely the same short text), and the entry says how their stacks differ.
+    func testOnlyIdenticalShownStacksAreMergedAndSaySo() throws {
+        // -O0: at -O2 the one-call functions become tail calls and leave no frame.
+        let exe = try FixtureCompiler.build("samestack.cpp", in: ReportFixture.directory, flags: ["-O0"])
+        let run = try HeapGenCLI.runJSON(exe)
+        XCTAssertEqual(run.report.findings(kind: "abandoned").count, 4, run.report.findingsSummary)
+        let text = try HeapGenCLI.succeed(["report", run.trace]).stdoutText
+        let entries = text.components(separatedBy: "\n").filter { $0.range(of: #"^  [0-9]+\. "#, options: .regularExpression) != nil }
+        XCTAssertEqual(entries, [
+            "  1. blocks from void keep<double>(double)  +1 object / +64 B per cycle",
+            "  2. blocks from void keep<int>(int)  +1 object / +32 B per cycle",
+            "  3. blocks from leaf()  +2 objects / +48 B per cycle  (2 sites whose stacks differ only outside the frames shown)",
+        ], text)
+        XCTAssertFalse(text.contains("one stack"), text)
+    }
+
     /// A 1,000+-character C++ template instance is shortened in text (`<…>`), whole in JSON.
     func testLongCxxNamesAreShortenedInText() throws {
         let exe = try ReportFixture.cxx("longname.cpp")
