@@ -163,11 +163,11 @@ public enum OwnCode {
         "__libc_memalign", "operator new", "operator new[]", "operator delete", "operator delete[]",
     ]
 
-    /// Allocation wrappers of common C programs and libraries (exact names, after GCC clone
-    /// suffixes such as `.isra.0` are removed by the symbolizer or not: see the prefixes).
+    /// Allocation wrappers of common C programs and libraries (exact names; GCC clones such
+    /// as `zmalloc.constprop.0` are matched by ``allocationWrapperPrefixes``).
     static let allocationWrappers: Set<String> = [
         // redis (zmalloc.c)
-        "zmalloc", "zcalloc", "zrealloc", "zstrdup", "zfree", "zmalloc_usable", "zcalloc_usable",
+        "zmalloc", "zcalloc", "zrealloc", "zstrdup", "zmalloc_usable", "zcalloc_usable",
         "zrealloc_usable", "zcalloc_num", "zmalloc_no_tcache", "zrealloc_usable_internal",
         // GNU's and others' xmalloc
         "xmalloc", "xcalloc", "xrealloc", "xstrdup", "xstrndup", "xzalloc", "xmemdup", "xnmalloc", "xreallocarray",

@@ -82,6 +82,8 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
+        // The collector names sites for in-test assertions too: wrappers apply there as well.
+        OwnCode.setAllocationFunctions(report.allocFn)
         let temporary = trace == nil
         var options = try ProgramCommandLine.recordOptions(
             command: command, output: nil, noFollowFork: noFollowFork, noFollowExec: noFollowExec,
