@@ -167,7 +167,8 @@ public struct ReportBuilder {
     /// the Swift runtime…) and one of them in the dynamic loader, which called a library's
     /// static initialiser before `main` (`_dl_init`). The program's own initialisers and
     /// `dlopen` calls have a frame in the program, so they never qualify. Summed per library
-    /// (the innermost frame's module); returns the summary and the stacks it covers.
+    /// (the innermost frame's module), libstdc++'s pool apart; returns the summary and the
+    /// stacks it covers.
     static func startupBlocks(of analysis: Analysis) -> (Report.Startup, Set<UInt32>) {
         let candidates = analysis.sites.filter { $0.liveAtExitObjects > 0 }
         guard !candidates.isEmpty else { return (Report.Startup(), []) }
@@ -199,13 +200,15 @@ public struct ReportBuilder {
         var parts: [String: Report.StartupPart] = [:]
         for site in candidates {
             guard let library = libraryOf[site.stackID] else { continue }
-            let name = OwnCode.libraryStem(OwnCode.baseName(library)) == "stdc++"
-                ? "libstdc++ emergency exception-handling pool"
-                : "start-up blocks of \(OwnCode.baseName(library))"
-            parts[library, default: Report.StartupPart(name: name, module: library, objects: 0, bytes: 0)].objects += site.liveAtExitObjects
-            parts[library]!.bytes += site.liveAtExitBytes
+            // libstdc++'s pool is one block of tens of kilobytes (72,704 B with libstdc++ 12);
+            // its other start-up blocks (a few small ones in Swift programs) are named plainly.
+            let isPool = OwnCode.libraryStem(OwnCode.baseName(library)) == "stdc++"
+                && site.liveAtExitObjects == 1 && site.liveAtExitBytes >= 16 << 10
+            let name = isPool ? "libstdc++ emergency exception-handling pool" : "start-up blocks of \(OwnCode.baseName(library))"
+            parts[name, default: Report.StartupPart(name: name, module: library, objects: 0, bytes: 0)].objects += site.liveAtExitObjects
+            parts[name]!.bytes += site.liveAtExitBytes
         }
-        let list = parts.values.sorted { ($0.bytes, $1.module) > ($1.bytes, $0.module) }
+        let list = parts.values.sorted { ($0.bytes, $1.name) > ($1.bytes, $0.name) }
         let summary = Report.Startup(objects: list.reduce(0) { $0 + $1.objects }, bytes: list.reduce(0) { $0 + $1.bytes },
                                      parts: list)
         return (summary, Set(libraryOf.keys))

@@ -45,7 +45,7 @@ extension Report {
         public var objects: UInt64
         /// Requested bytes, all parts together.
         public var bytes: UInt64
-        /// One entry per allocating library, largest first.
+        /// One entry per allocating library (libstdc++'s pool an entry of its own), largest first.
         public var parts: [StartupPart]
 
         /// Creates the summary.

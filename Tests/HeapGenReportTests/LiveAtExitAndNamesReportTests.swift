@@ -47,6 +47,28 @@ final class LiveAtExitAndNamesReportTests: XCTestCase {
         XCTAssertTrue(liveLines.contains { $0.hasPrefix("     300 B in 3 blocks") && $0.contains("at main (Fixtures/startup.cpp:") }, text)
     }
 
+    /// A Swift program (the demo): the pool is its own part, the runtime's other start-up
+    /// blocks are named after their libraries, and the parts add up.
+    func testSwiftStartupBlocksAddUp() throws {
+        let trace = try HeapGenCLI.record(try TestPaths.demo())
+        let r = try HeapGenCLI.report(trace)
+        let live = try XCTUnwrap(r.json["liveAtExit"] as? [String: Any], "\(r)")
+        let startup = try XCTUnwrap(live["startup"] as? [String: Any], "\(r)")
+        let parts = try XCTUnwrap(startup["parts"] as? [[String: Any]], "\(r)")
+        let pool = try XCTUnwrap(parts.first { $0["name"] as? String == "libstdc++ emergency exception-handling pool" }, "\(parts)")
+        XCTAssertEqual(jsonInt(pool["objects"]), 1, "\(parts)")
+        XCTAssertEqual(jsonInt(pool["bytes"]), 72_704, "\(parts)")
+        for part in parts where part["name"] as? String != "libstdc++ emergency exception-handling pool" {
+            let module = (part["module"] as? String).map { ($0 as NSString).lastPathComponent } ?? "?"
+            XCTAssertEqual(part["name"] as? String, "start-up blocks of \(module)", "\(part)")
+        }
+        XCTAssertEqual(jsonInt(startup["objects"]), parts.compactMap { jsonInt($0["objects"]) }.reduce(0, +), "\(startup)")
+        XCTAssertEqual(jsonInt(startup["bytes"]), parts.compactMap { jsonInt($0["bytes"]) }.reduce(0, +), "\(startup)")
+        let sites = live["sites"] as? [[String: Any]] ?? []
+        XCTAssertGreaterThanOrEqual(jsonInt(live["objects"]) ?? 0,
+                                    sites.compactMap { jsonInt($0["objects"]) }.reduce(0, +) + (jsonInt(startup["objects"]) ?? 0))
+    }
+
     /// Sites are named after the first frame past the allocation wrappers: `zmalloc` is
     /// known; `my_alloc` is named with --alloc-fn (on report, run, check and diff).
     func testAllocationWrappersNameTheirCaller() throws {
