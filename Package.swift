@@ -71,8 +71,10 @@ let package = Package(
         ),
         .target(
             name: "HeapGenExport",
-            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenReport", "HeapGenDiff"]
+            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenReport", "HeapGenDiff", "CZlib"]
         ),
+        // zlib (zlib1g-dev), for the pprof export's compressed gzip stream.
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         // CI leak gates: --fail-on, suppressions, baselines, JUnit / Markdown / SARIF.
         .target(name: "HeapGenGate", dependencies: ["HeapGenReport"]),
         // Asks the running collector for a verdict from inside a test process.

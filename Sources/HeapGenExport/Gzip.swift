@@ -1,56 +1,44 @@
-// A gzip stream (RFC 1952) of deflate "stored" blocks (RFC 1951): no compression
-// library needed, readable by every gzip reader.
+// A gzip stream (RFC 1952) compressed with zlib's deflate.
 
-/// Writes gzip streams whose deflate data is stored blocks (no compression).
+import CZlib
+
+/// Writes gzip streams with zlib (`deflateInit2` with a gzip wrapper, level 6).
 ///
-/// Stored blocks keep the format trivial and dependency-free; pprof, `gzip -d` and every
-/// zlib reader accept them. A profile is a few hundred kilobytes at most, so the missing
-/// compression costs little.
+/// pprof profiles are mostly string tables and packed varints: deflate shrinks them
+/// several times over, and every gzip reader (`go tool pprof`, `gzip -d`) reads them.
 public enum Gzip {
-    /// Largest payload of one stored block.
-    static let maxStoredBlock = 65_535
-
-    /// `data` as a complete gzip member: 10-byte header, stored deflate blocks, CRC-32, size.
+    /// `data` as a complete gzip member: header, deflate data, CRC-32, size.
     public static func wrap(_ data: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(data.count + data.count / maxStoredBlock * 5 + 32)
-        // ID1 ID2, CM = deflate, FLG = 0, MTIME = 0 (none), XFL = 0, OS = 3 (Unix).
-        out += [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]
-        var offset = 0
-        repeat {
-            let n = min(maxStoredBlock, data.count - offset)
-            let final = offset + n == data.count
-            // BFINAL in bit 0, BTYPE 00 (stored); the rest of the byte is padding.
-            out.append(final ? 1 : 0)
-            let len = UInt16(n), nlen = ~UInt16(n)
-            out += [UInt8(len & 0xff), UInt8(len >> 8), UInt8(nlen & 0xff), UInt8(nlen >> 8)]
-            out += data[offset..<(offset + n)]
-            offset += n
-        } while offset < data.count
-        appendLittleEndian(&out, CRC32.checksum(data))
-        appendLittleEndian(&out, UInt32(truncatingIfNeeded: data.count))
-        return out
-    }
-
-    static func appendLittleEndian(_ out: inout [UInt8], _ v: UInt32) {
-        out += [UInt8(v & 0xff), UInt8((v >> 8) & 0xff), UInt8((v >> 16) & 0xff), UInt8(v >> 24)]
+        var stream = z_stream()
+        // 15 window bits + 16: a gzip header and trailer instead of zlib's.
+        let status = deflateInit2_(&stream, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY,
+                                   ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
+        precondition(status == Z_OK, "zlib's deflateInit2 failed (\(status))")
+        defer { deflateEnd(&stream) }
+        var out = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(data.count))) + 32)
+        var input = data
+        let produced = input.withUnsafeMutableBufferPointer { src in
+            out.withUnsafeMutableBufferPointer { dst -> Int in
+                stream.next_in = src.baseAddress
+                stream.avail_in = uInt(src.count)
+                stream.next_out = dst.baseAddress
+                stream.avail_out = uInt(dst.count)
+                // deflateBound is enough for one Z_FINISH call.
+                let result = deflate(&stream, Z_FINISH)
+                precondition(result == Z_STREAM_END, "zlib's deflate did not finish (\(result))")
+                return dst.count - Int(stream.avail_out)
+            }
+        }
+        return Array(out.prefix(produced))
     }
 }
 
 /// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), as gzip and zlib use it.
 public enum CRC32 {
-    static let table: [UInt32] = (0..<256).map { n -> UInt32 in
-        var c = UInt32(n)
-        for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-        return c
-    }
-
     /// The CRC-32 of `data` (`"123456789"` → `0xCBF43926`).
     public static func checksum(_ data: [UInt8]) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        table.withUnsafeBufferPointer { t in
-            for b in data { crc = t[Int((crc ^ UInt32(b)) & 0xff)] ^ (crc >> 8) }
+        data.withUnsafeBufferPointer { b in
+            UInt32(truncatingIfNeeded: crc32(0, b.baseAddress, uInt(b.count)))
         }
-        return crc ^ 0xFFFF_FFFF
     }
 }

@@ -17,7 +17,9 @@ import HeapGenTrace
 ///   demangled name as `system_name`, and the source file. An address without a symbol
 ///   becomes a function named `module+0xOFFSET`.
 /// - One Mapping per loaded module, in load order (the executable first): start, limit,
-///   file offset 0 (of its first segment), file name, build id in hex.
+///   file offset 0 (of its first segment), file name, build id in hex, and
+///   has_functions/has_filenames/has_line_numbers/has_inline_frames set when heapgen
+///   symbolicated the stacks, so that pprof does not symbolize them again.
 public enum PprofExport {
     /// Profile.proto field numbers.
     enum Field {
@@ -43,7 +45,11 @@ public enum PprofExport {
         var functions: [FunctionKey: UInt64] = [:]
         var functionList: [FunctionKey] = []
         var mappings: [MappingKey: UInt64] = [:]
-        var mappingList: [(key: MappingKey, module: ModuleRecord, symbolized: Bool, files: Bool, lines: Bool)] = []
+        var mappingList: [(key: MappingKey, module: ModuleRecord)] = []
+        // heapgen's symbolizer answered for every address (a frame without a name has none to
+        // find): the mappings say so, or pprof symbolizes them again (50 s on Swift
+        // libraries with binutils, and Swift names come back mangled or not at all).
+        let symbolized = symbolication.symbolizer.backend != .none
         var locations: [LocationKey: UInt64] = [:]
         var locationList: [(key: LocationKey, lines: [(function: UInt64, line: Int64)])] = []
 
@@ -63,7 +69,7 @@ public enum PprofExport {
             if let id = mappings[key] { return id }
             let id = UInt64(mappingList.count + 1)
             mappings[key] = id
-            mappingList.append((key, module, true, true, true))
+            mappingList.append((key, module))
             return id
         }
         func locationID(_ a: SymbolicatedAddress) -> UInt64 {
@@ -74,12 +80,6 @@ public enum PprofExport {
             locations[key] = id
             let lines = a.frames.map { (functionID($0, offset: a.moduleOffset), Int64($0.line ?? 0)) }
             locationList.append((key, lines))
-            if mapping > 0 {
-                let m = Int(mapping - 1)
-                if a.frames.contains(where: { $0.function == nil }) { mappingList[m].symbolized = false }
-                if a.frames.contains(where: { $0.file == nil }) { mappingList[m].files = false }
-                if a.frames.contains(where: { $0.line == nil }) { mappingList[m].lines = false }
-            }
             return id
         }
 
@@ -120,10 +120,10 @@ public enum PprofExport {
                 p.uint64(4, 0)
                 p.int64(5, file)
                 p.int64(6, buildID)
-                p.bool(7, m.symbolized)
-                p.bool(8, m.symbolized && m.files)
-                p.bool(9, m.symbolized && m.lines)
-                p.bool(10, m.symbolized)
+                p.bool(7, symbolized)   // has_functions
+                p.bool(8, symbolized)   // has_filenames
+                p.bool(9, symbolized)   // has_line_numbers
+                p.bool(10, symbolized)  // has_inline_frames
             }
         }
         for (i, l) in locationList.enumerated() {

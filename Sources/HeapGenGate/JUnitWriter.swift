@@ -69,7 +69,7 @@ public enum JUnitWriter {
         out += "  <testsuite name=\"heapgen\" tests=\"\(cases.count)\" failures=\"\(failures)\" errors=\"0\" skipped=\"0\">\n"
         out += "    <properties>\n"
         out += "      <property name=\"trace\" value=\"\(escape(report.trace))\"/>\n"
-        out += "      <property name=\"program\" value=\"\(escape(report.program.args.joined(separator: " ")))\"/>\n"
+        out += "      <property name=\"program\" value=\"\(escape(Report.Program.shellQuoted(report.program.args)))\"/>\n"
         out += "      <property name=\"judgedCycles\" value=\"\(v.judgedCycles)\"/>\n"
         out += "    </properties>\n"
         out += cases.joined()

@@ -13,8 +13,8 @@ import HeapGenReport
 /// One run of the tool `heapgen` with four rules: `abandoned`, `leaked`, `cache-growth` (the
 /// live heap, caches included, grew more than the limit per cycle: `--fail-on growth`) and
 /// `live-at-exit`. One result per *failing* finding or criterion, level `error`, located at the
-/// user frame's file and line (paths under `sourceRoot` relative to `%SRCROOT%`, others as
-/// `file://` URIs), with the allocation stack in `stacks` and the ``BaselineSignature``
+/// user frame's file and line (paths under `sourceRoot`, and relative paths of files that exist there, relative to
+/// `%SRCROOT%`; other absolute paths as `file://` URIs, other relative paths with no base), with the allocation stack in `stacks` and the ``BaselineSignature``
 /// fingerprint in `partialFingerprints`, so that viewers track a finding across runs. A
 /// `cache-growth` result is placed at the fastest-growing site that has a file; a
 /// `live-at-exit` one at the largest live site.
@@ -110,7 +110,14 @@ public enum SARIFWriter {
             return ArtifactLocation(uri: percentEncode(String(file.dropFirst(root.count + 1))), uriBaseId: "%SRCROOT%")
         }
         if file.hasPrefix("/") { return ArtifactLocation(uri: fileURI(file), uriBaseId: nil) }
-        return ArtifactLocation(uri: percentEncode(file), uriBaseId: root == nil ? nil : "%SRCROOT%")
+        // A relative path is the source root's only if the file is there: glibc's
+        // `./nptl/pthread_create.c` is relative to a build directory on another machine.
+        var relative = Substring(file)
+        while relative.hasPrefix("./") { relative = relative.dropFirst(2) }
+        if let root, !relative.hasPrefix("../"), FileManager.default.fileExists(atPath: root + "/" + relative) {
+            return ArtifactLocation(uri: percentEncode(String(relative)), uriBaseId: "%SRCROOT%")
+        }
+        return ArtifactLocation(uri: percentEncode(file), uriBaseId: nil)
     }
 
     static func fileURI(_ path: String) -> String { "file://" + percentEncode(path) }

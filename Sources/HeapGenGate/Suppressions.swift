@@ -126,6 +126,9 @@ public struct Suppressions: Sendable, Equatable {
             let data: Data
             do {
                 data = try GateFile.read(path, limit: maxFileSize)
+            } catch let failure as GateFile.Failure {
+                // The failure names the path itself: keep only its reason, so the path shows once.
+                throw SuppressionError(source: path, line: nil, message: failure.reason)
             } catch {
                 throw SuppressionError(source: path, line: nil, message: "\(error)")
             }

@@ -33,6 +33,9 @@ public struct RecordOptions: Sendable {
     public var scanLeaks: Bool = false
     /// The preload library; nil: `$HEAPGEN_SHIM`, else `libHeapGenShim.so` next to the executable.
     public var shimPath: String?
+    /// The traces are temporary (`heapgen run` removes them after its report): warnings name
+    /// the process, not a file that will be gone.
+    public var temporaryTraces: Bool = false
 
     public init(program: String, arguments: [String] = [], output: String? = nil,
                 followFork: Bool = true, followExec: Bool = true, ringSlots: Int? = nil,

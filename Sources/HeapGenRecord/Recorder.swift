@@ -151,7 +151,8 @@ public final class Recorder {
             if trace.droppedCounters { problems.append("counters the program overwrote with impossible values were dropped") }
             if let stopped = trace.stoppedEarly { problems.insert(stopped, at: 0) }
             if !problems.isEmpty {
-                printDiagnostic("warning: \(trace.path): " + problems.joined(separator: ", "))
+                let subject = options.temporaryTraces ? "the recording of pid \(trace.pid)" : trace.path
+                printDiagnostic("warning: \(subject): " + problems.joined(separator: ", "))
             }
             if trace.end.stacksLost > 0 {
                 printDiagnostic("warning: \(trace.path): " + StackCompleteness.lostWarning(trace.end.stacksLost))

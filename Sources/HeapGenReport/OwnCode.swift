@@ -1,5 +1,7 @@
 // Which frames are the program's own code.
 
+import Synchronization
+
 /// Decides which frame of an allocation stack is the first one in the *program's own
 /// code*: the frame a user wants to look at first (``Report/Finding/userFrame``).
 ///
@@ -21,6 +23,13 @@
 /// A user type's `__allocating_init` *is* own code (it is the user's initializer), but it
 /// has no line (compiler-generated): the first own frame *with a line* is preferred, which
 /// is where the user wrote `Type(…)`.
+///
+/// Allocation wrappers are skipped the same way, so that a site is named after the code that
+/// asked for memory, not after the wrapper every allocation goes through: redis's `zmalloc`
+/// family, `xmalloc` & co (GNU), GLib's `g_malloc`/`g_new`/`g_slice_alloc` family, PHP's
+/// `emalloc`/`ecalloc`, every `operator new` variant, `swift_slowAlloc`/`swift_allocObject`
+/// (``isAllocationWrapper(_:)``), and the names given with `--alloc-fn`
+/// (``setAllocationFunctions(_:)``), as valgrind massif's `--alloc-fn` does.
 ///
 /// Shared objects that merely live in the system library directories (`/usr/lib`, `/lib`…),
 /// say libcurl, are second choice: when no frame is own code by the rules above *and*
@@ -45,10 +54,38 @@ public enum OwnCode {
         return systemDirectories.contains { path.hasPrefix($0) }
     }
 
+    /// Names given with `--alloc-fn`: exact names, `prefix*` patterns.
+    private static let userAllocationFunctions = Mutex<[String]>([])
+
+    /// Makes `names` allocation wrappers too (`--alloc-fn NAME`, repeatable): a frame whose
+    /// function is one of them is skipped when the user frame is chosen. A name matches the
+    /// function exactly, or its part before `(` (C++ signatures); a name ending in `*`
+    /// matches every function it starts. Replaces the names given before.
+    public static func setAllocationFunctions(_ names: [String]) {
+        userAllocationFunctions.withLock { $0 = names.filter { !$0.isEmpty } }
+    }
+
+    /// True if `function` (demangled) is a known allocation wrapper (see the type's
+    /// documentation) or one named with ``setAllocationFunctions(_:)``.
+    public static func isAllocationWrapper(_ function: String) -> Bool {
+        let bare: Substring = function.firstIndex(of: "(").map { function[..<$0] } ?? Substring(function)
+        if allocationWrappers.contains(String(bare)) { return true }
+        for prefix in allocationWrapperPrefixes where bare.hasPrefix(prefix) { return true }
+        if bare.hasPrefix("operator new") { return true }
+        return userAllocationFunctions.withLock { names in
+            names.contains { name in
+                if name.hasSuffix("*") { return bare.hasPrefix(name.dropLast()) }
+                return name == function || name == bare
+            }
+        }
+    }
+
     /// True if `function` (demangled) is allocator, runtime or standard-library plumbing,
-    /// or a compiler-generated thunk, wherever it was linked.
+    /// an allocation wrapper (``isAllocationWrapper(_:)``), or a compiler-generated thunk,
+    /// wherever it was linked.
     public static func isRuntimeFunction(_ function: String) -> Bool {
         if allocatorFunctions.contains(function) { return true }
+        if isAllocationWrapper(function) { return true }
         // C++ names carry their signature: "operator new(unsigned long)", "malloc" has none.
         if let paren = function.firstIndex(of: "("), allocatorFunctions.contains(String(function[..<paren])) {
             return true
@@ -124,6 +161,30 @@ public enum OwnCode {
         "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign", "aligned_alloc", "memalign",
         "valloc", "pvalloc", "strdup", "strndup", "__libc_malloc", "__libc_calloc", "__libc_realloc",
         "__libc_memalign", "operator new", "operator new[]", "operator delete", "operator delete[]",
+    ]
+
+    /// Allocation wrappers of common C programs and libraries (exact names; GCC clones such
+    /// as `zmalloc.constprop.0` are matched by ``allocationWrapperPrefixes``).
+    static let allocationWrappers: Set<String> = [
+        // redis (zmalloc.c)
+        "zmalloc", "zcalloc", "zrealloc", "zstrdup", "zmalloc_usable", "zcalloc_usable",
+        "zrealloc_usable", "zcalloc_num", "zmalloc_no_tcache", "zrealloc_usable_internal",
+        // GNU's and others' xmalloc
+        "xmalloc", "xcalloc", "xrealloc", "xstrdup", "xstrndup", "xzalloc", "xmemdup", "xnmalloc", "xreallocarray",
+        // GLib
+        "g_malloc", "g_malloc0", "g_malloc_n", "g_malloc0_n", "g_realloc", "g_realloc_n", "g_try_malloc",
+        "g_try_malloc0", "g_try_malloc_n", "g_try_malloc0_n", "g_try_realloc", "g_slice_alloc", "g_slice_alloc0",
+        "g_slice_copy", "g_memdup", "g_memdup2", "g_strdup", "g_strndup", "g_new", "g_new0",
+        // PHP (Zend)
+        "emalloc", "ecalloc", "erealloc", "estrdup", "_emalloc", "_ecalloc", "_erealloc", "_estrdup",
+        // Swift runtime
+        "swift_slowAlloc", "swift_allocObject",
+    ]
+
+    /// Prefixes of allocation wrapper families: redis's `ztrymalloc_usable_internal`, …
+    static let allocationWrapperPrefixes = [
+        "ztrymalloc", "ztrycalloc", "ztryrealloc", "zmalloc.", "zcalloc.", "zrealloc.", "xmalloc.", "g_malloc.",
+        "_emalloc_",
     ]
 
     static let runtimeFunctionPrefixes = [

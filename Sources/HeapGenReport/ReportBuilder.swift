@@ -50,10 +50,12 @@ public struct ReportBuilder {
     public func build(_ analysis: Analysis, trace: String, otherTraces: [String] = []) -> Report {
         var notes = analysis.notes
 
-        // The largest sites live at exit (a few more than listed, since sites on one source
-        // path are merged).
+        // Start-up runtime blocks (libstdc++'s emergency pool) are summed apart; the largest
+        // other sites live at exit are listed (a few more than shown, since sites on one
+        // source path are merged).
+        let (startup, startupStacks) = Self.startupBlocks(of: analysis)
         let liveSites = analysis.sites
-            .filter { $0.liveAtExitObjects > 0 }
+            .filter { $0.liveAtExitObjects > 0 && !startupStacks.contains($0.stackID) }
             .sorted { a, b in
                 if a.liveAtExitBytes != b.liveAtExitBytes { return a.liveAtExitBytes > b.liveAtExitBytes }
                 if a.liveAtExitObjects != b.liveAtExitObjects { return a.liveAtExitObjects > b.liveAtExitObjects }
@@ -121,7 +123,8 @@ public struct ReportBuilder {
             options: Report.Options(warmUp: analysis.options.warmUp, toleratedMisses: analysis.options.toleratedMisses),
             totals: totals, cycles: analysis.cycles, judgedCycles: analysis.judgedCycles,
             generations: generations, findings: findings,
-            liveAtExit: Report.LiveAtExit(objects: t.liveAtExitObjects, bytes: t.liveAtExitBytes, sites: Array(sites)),
+            liveAtExit: Report.LiveAtExit(objects: t.liveAtExitObjects, bytes: t.liveAtExitBytes, sites: Array(sites),
+                                          startup: startup),
             otherTraces: otherTraces, notes: notes)
     }
 
@@ -161,6 +164,58 @@ public struct ReportBuilder {
                 survivingObjects: f.survivingObjects, survivingBytes: f.survivingBytes,
                 stackTruncatedAt: analysis.truncatedStacks[f.stackID])
         }
+    }
+
+    /// Live-at-exit blocks allocated at start-up by the platform's libraries: every frame of
+    /// the stack lies in a platform module (``OwnCode/isRuntimeModule(_:)``: libstdc++, libc,
+    /// the Swift runtime…) and one of them in the dynamic loader, which called a library's
+    /// static initialiser before `main` (`_dl_init`). The program's own initialisers and
+    /// `dlopen` calls have a frame in the program, so they never qualify. Summed per library
+    /// (the innermost frame's module), libstdc++'s pool apart; returns the summary and the
+    /// stacks it covers.
+    static func startupBlocks(of analysis: Analysis) -> (Report.Startup, Set<UInt32>) {
+        let candidates = analysis.sites.filter { $0.liveAtExitObjects > 0 }
+        guard !candidates.isEmpty else { return (Report.Startup(), []) }
+        let stackIDs = Set(candidates.map(\.stackID))
+        let ordered = stackIDs.map { ($0, analysis.recordIndex(ofStack: $0) ?? UInt64.max) }
+            .sorted { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }
+        var modules = ModuleMap(events: analysis.modules)
+        var libraryOf: [UInt32: String] = [:]
+        for (id, record) in ordered {
+            guard let addresses = analysis.frames(ofStack: id), !addresses.isEmpty else { continue }
+            modules.advance(to: record)
+            var paths: [String] = []
+            var fromLoader = false
+            var platformOnly = true
+            for address in addresses {
+                guard let module = modules.module(containing: address), OwnCode.isRuntimeModule(module.path) else {
+                    platformOnly = false
+                    break
+                }
+                let stem = OwnCode.libraryStem(OwnCode.baseName(module.path))
+                if stem.hasPrefix("ld-") || stem.hasPrefix("ld.") {
+                    fromLoader = true
+                } else if stem != "HeapGenShim" {
+                    paths.append(module.path)
+                }
+            }
+            if platformOnly && fromLoader, let library = paths.first { libraryOf[id] = library }
+        }
+        var parts: [String: Report.StartupPart] = [:]
+        for site in candidates {
+            guard let library = libraryOf[site.stackID] else { continue }
+            // libstdc++'s pool is one block of tens of kilobytes (72,704 B with libstdc++ 12);
+            // its other start-up blocks (a few small ones in Swift programs) are named plainly.
+            let isPool = OwnCode.libraryStem(OwnCode.baseName(library)) == "stdc++"
+                && site.liveAtExitObjects == 1 && site.liveAtExitBytes >= 16 << 10
+            let name = isPool ? "libstdc++ emergency exception-handling pool" : "start-up blocks of \(OwnCode.baseName(library))"
+            parts[name, default: Report.StartupPart(name: name, module: library, objects: 0, bytes: 0)].objects += site.liveAtExitObjects
+            parts[name]!.bytes += site.liveAtExitBytes
+        }
+        let list = parts.values.sorted { ($0.bytes, $1.name) > ($1.bytes, $0.name) }
+        let summary = Report.Startup(objects: list.reduce(0) { $0 + $1.objects }, bytes: list.reduce(0) { $0 + $1.bytes },
+                                     parts: list)
+        return (summary, Set(libraryOf.keys))
     }
 
     /// Symbolicates the frames of `stackIDs` in one batch.

@@ -28,6 +28,34 @@ extension Report {
             case path, args, pid, exitStatus, signal
         }
 
+        /// The name the program was started as: `argv[0]`'s last component (`redis-server`,
+        /// not the `redis-check-rdb` its symbolic link points to), else the executable's.
+        public var name: String {
+            if let first = args.first, !first.isEmpty { return OwnCode.baseName(first) }
+            return path.isEmpty ? "program" : OwnCode.baseName(path)
+        }
+
+        /// `args` as a shell would need them typed: empty arguments as `''`, arguments with
+        /// spaces, quotes or other special characters in single quotes.
+        public static func shellQuoted(_ args: [String]) -> String {
+            args.map { arg -> String in
+                if arg.isEmpty { return "''" }
+                let plain = arg.unicodeScalars.allSatisfy { c in
+                    isShellSafe(c) || c.value >= 0x80
+                }
+                if plain { return arg }
+                return "'" + arg.replacingAll("'", with: "'\\''") + "'"
+            }.joined(separator: " ")
+        }
+
+        /// Characters a shell takes literally.
+        static func isShellSafe(_ c: Unicode.Scalar) -> Bool {
+            switch c {
+            case "a"..."z", "A"..."Z", "0"..."9": return true
+            default: return "-_./:=,+@%^".unicodeScalars.contains(c)
+            }
+        }
+
         /// Encodes every field; `nil` as `null`.
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
@@ -51,5 +79,14 @@ extension Report {
             self.warmUp = warmUp
             self.toleratedMisses = toleratedMisses
         }
+    }
+}
+
+extension String {
+    /// Every `target` replaced by `replacement` (no Foundation needed).
+    func replacingAll(_ target: Character, with replacement: String) -> String {
+        var out = ""
+        for c in self { if c == target { out += replacement } else { out.append(c) } }
+        return out
     }
 }

@@ -61,7 +61,7 @@ public enum TextReport {
     // MARK: - Header
 
     static func header(_ r: Report, _ style: TextStyle) -> [String] {
-        let name = r.program.path.isEmpty ? (r.program.args.first ?? "program") : OwnCode.baseName(r.program.path)
+        let name = r.program.name
         var ending: String
         if let status = r.program.exitStatus {
             ending = "exited with status \(status)"
@@ -192,13 +192,14 @@ public enum TextReport {
     }
 
     /// Up to ``maxFindings`` findings in detail, then one line for the rest. Findings (of one
-    /// kind) that read the same (title and shown stack: their stacks differ only in the runtime
-    /// frames above the user frame) are shown as one entry with their deltas summed.
+    /// kind) with the same title and the same shown frames (full function, file, line, column,
+    /// module: not merely their short text) are shown as one entry with their deltas summed;
+    /// their stacks differ only outside the frames shown, and the entry says so.
     static func growthFindings(_ findings: [Report.Finding], _ style: TextStyle, limit: Int = maxFindings) -> [String] {
         var merged: [(finding: Report.Finding, sites: Int, key: [String])] = []
         var index: [[String]: Int] = [:]
         for f in findings {
-            let key = [title(f)] + stack(f.frames, from: f.userFrame, TextStyle(enabled: false))
+            let key = [title(f)] + shownFrames(f.frames, from: f.userFrame).map(frameIdentity)
             if let i = index[key] {
                 merged[i].finding = summed(merged[i].finding, f)
                 merged[i].sites += 1
@@ -246,7 +247,7 @@ public enum TextReport {
     static func growthFinding(_ f: Report.Finding, number: Int, sites: Int = 1, _ style: TextStyle) -> [String] {
         let perCycle = "\(objectsText(f.averageObjectsPerCycle)) / \(HumanUnits.signedBytes(f.averageBytesPerCycle)) per cycle"
         var lines = ["  \(number). " + style.bold(title(f)) + "  " + perCycle
-            + (sites > 1 ? style.dim("  (\(sites) sites, one stack)") : "")]
+            + (sites > 1 ? style.dim("  (\(sites) sites whose stacks differ only outside the frames shown)") : "")]
         let warm = max(0, f.objectsPerCycle.count - f.cycles)
         let useBytes = f.objectsPerCycle.suffix(f.cycles).allSatisfy { $0 == 0 }
         let staircase = series(useBytes ? f.bytesPerCycle.map(HumanUnits.signedBytes) : f.objectsPerCycle.map { String($0) },
@@ -373,6 +374,19 @@ public enum TextReport {
         return lines
     }
 
+    /// The frames ``stack(_:from:_:limit:)`` shows.
+    static func shownFrames(_ frames: [Report.Frame], from start: Int?, limit: Int = maxStackFrames) -> ArraySlice<Report.Frame> {
+        guard !frames.isEmpty else { return [] }
+        return frames[min(start ?? 0, frames.count - 1)...].prefix(limit)
+    }
+
+    /// Everything that tells two frames apart but their address.
+    static func frameIdentity(_ f: Report.Frame) -> String {
+        let fields: [String] = [f.function ?? Report.Frame.formatAddress(f.address), f.file ?? "", f.line.map(String.init) ?? "",
+                                f.column.map(String.init) ?? "", f.module ?? "", f.inlined ? "inlined" : ""]
+        return fields.joined(separator: "\u{1f}")
+    }
+
     /// `function (dir/file:line)`, else `function (module)`, else `0xADDR (module)`.
     static func frameText(_ frame: Report.Frame, _ style: TextStyle) -> String {
         var text = frame.shortFunction.map(displayFunction) ?? frame.function.map(displayFunction)
@@ -390,6 +404,7 @@ public enum TextReport {
     /// Closures at top level come out as `closure #2 in `: name the context.
     /// GCC's clone suffixes (`lookup.isra.0`, `f.constprop.1`, `g.part.0`, `h.cold`) go too.
     static func displayFunction(_ name: String) -> String {
+        if name.count > maxFunctionWidth { return displayFunction(shortened(name)) }
         if name.hasSuffix(" in ") { return name + "top-level code" }
         if name.hasSuffix(" in") { return name + " top-level code" }
         var name = Substring(name)
@@ -400,6 +415,61 @@ public enum TextReport {
             name = name[..<dot]
         }
         return String(name)
+    }
+
+    /// Longest function name shown whole; longer ones (C++ template instances run to
+    /// thousands of characters) are shortened by ``shortened(_:)``.
+    public static let maxFunctionWidth = 120
+
+    /// A long C++ or Swift name made to fit ``maxFunctionWidth``, as the short forms do:
+    /// template arguments become `<…>`, then parameter lists `(…)` (`(anonymous namespace)`
+    /// stays), and what is still too long is cut with `…`.
+    static func shortened(_ name: String) -> String {
+        var s = elide(name, open: "<", close: ">")
+        if s.count > maxFunctionWidth { s = elide(s, open: "(", close: ")") }
+        if s.count > maxFunctionWidth { s = String(s.prefix(maxFunctionWidth - 1)) + "…" }
+        return s
+    }
+
+    /// `name` with the contents of every outermost `open`…`close` pair replaced by `…`;
+    /// `operator<`, `operator<<`, `operator()` and `(anonymous namespace)` are kept.
+    static func elide(_ name: String, open: Character, close: Character) -> String {
+        let chars = Array(name)
+        var out = ""
+        var depth = 0
+        var i = 0
+        while i < chars.count {
+            let c = chars[i]
+            if depth == 0 && out.hasSuffix("operator") {
+                // operator<, operator<<, operator<=, operator(), operator>…: part of the name.
+                var j = i
+                while j < chars.count, "<>=()[]-+*/&|!~^%,".contains(chars[j]), j - i < 3 {
+                    if chars[j] == "(" && j + 1 < chars.count && chars[j + 1] != ")" && j > i { break }
+                    j += 1
+                }
+                if j > i {
+                    out += String(chars[i..<j])
+                    i = j
+                    continue
+                }
+            }
+            if c == "(" && open == "(" && String(chars[i...].prefix(21)) == "(anonymous namespace)" && depth == 0 {
+                out += "(anonymous namespace)"
+                i += 21
+                continue
+            }
+            if c == open {
+                if depth == 0 { out.append(open); out += "…" }
+                depth += 1
+            } else if c == close && depth > 0 {
+                depth -= 1
+                if depth == 0 { out.append(close) }
+            } else if depth == 0 {
+                out.append(c)
+            }
+            i += 1
+        }
+        return depth == 0 ? out : name
     }
 
     /// The last two components: `Sources/App/main.swift` → `App/main.swift`.
@@ -431,16 +501,22 @@ public enum TextReport {
         }
         merged.sort { $0.bytes > $1.bytes }
         let sites = merged.prefix(maxLiveSites)
-        guard !sites.isEmpty else { return lines }
+        let startup = live.startup
+        let startupLine = startup.objects == 0 ? nil : style.dim("    start-up runtime blocks: \(HumanUnits.plural(startup.objects, "block")), "
+            + "\(HumanUnits.count(startup.bytes)) byte\(startup.bytes == 1 ? "" : "s") ("
+            + startup.parts.prefix(2).map(\.name).joined(separator: ", ")
+            + (startup.parts.count > 2 ? " and \(startup.parts.count - 2) more" : "") + ", allocated before main; not listed)")
+        guard !sites.isEmpty else { return lines + (startupLine.map { [$0] } ?? []) }
         let sizes = sites.map { HumanUnits.bytes($0.bytes) }
         let counts = sites.map { "in \(HumanUnits.plural($0.objects, "block"))" }
         let w1 = sizes.map(\.count).max() ?? 0, w2 = counts.map(\.count).max() ?? 0
         for (i, site) in sites.enumerated() {
             lines.append("    " + pad(sizes[i], w1, right: true) + " " + pad(counts[i], w2, right: false) + "  " + site.key)
         }
-        if merged.count > sites.count || live.objects > live.sites.reduce(0, { $0 + $1.objects }) {
+        if merged.count > sites.count || live.objects > live.sites.reduce(startup.objects, { $0 + $1.objects }) {
             lines.append(style.dim("    (largest sites; --format json lists \(live.sites.count))"))
         }
+        if let startupLine { lines.append(startupLine) }
         return lines
     }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import HeapGenDiff
 import HeapGenRecord
+import HeapGenReport
 
 /// `heapgen diff TRACE --from A --to B` and `heapgen diff BASE NEW [--at POINT]`
 struct DiffCommand: ParsableCommand {
@@ -61,7 +62,13 @@ struct DiffCommand: ParsableCommand {
         "Write the diff to this file (created owner-only) instead of standard output.", valueName: "path"))
     var output: String?
 
+    @Option(name: .customLong("alloc-fn"), help: ArgumentHelp(
+        "An allocation wrapper of the program (repeatable; NAME* for a prefix): sites are named after its caller, as massif's --alloc-fn.",
+        valueName: "name"))
+    var allocFn: [String] = []
+
     func validate() throws {
+        if allocFn.contains(where: \.isEmpty) { throw ValidationError("--alloc-fn needs a function name.") }
         switch traces.count {
         case 1:
             guard from != nil, to != nil else {
@@ -84,6 +91,7 @@ struct DiffCommand: ParsableCommand {
     }
 
     func run() throws {
+        OwnCode.setAllocationFunctions(allocFn)
         let differ = HeapDiffer(depth: depth)
         var diff: HeapDiff
         do {

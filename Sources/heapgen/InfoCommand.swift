@@ -64,7 +64,7 @@ enum SummaryTable {
         let p = s.process
         rows.append(("process", "\(p.pid) (parent \(p.ppid), \(originName(p.origin)))"))
         rows.append(("executable", p.executable))
-        if !p.arguments.isEmpty { rows.append(("arguments", p.arguments.joined(separator: " "))) }
+        if !p.arguments.isEmpty { rows.append(("arguments", Report.Program.shellQuoted(p.arguments))) }
         rows.append(("ended", endDescription(s.end)))
         rows.append(("events", HumanUnits.count(s.eventCount)))
         let inheritedName = AllocationFunction.inherited.name

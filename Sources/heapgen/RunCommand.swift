@@ -48,6 +48,9 @@ struct RunCommand: ParsableCommand {
         "Slots in each process's event ring, a power of two from 1024 to 67108864 (default 262144).", valueName: "n"))
     var ringSlots: Int?
 
+    @Flag(name: [.short, .long], help: "Do not print the collector's summary line when done (a temporary trace never prints it).")
+    var quiet = false
+
     @Option(name: .customLong("mark-every"), help: ArgumentHelp(
         "Mark a generation every DURATION (e.g. 2s, 500ms), for programs that cannot mark their own cycles.",
         valueName: "duration"))
@@ -79,14 +82,17 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
+        // The collector names sites for in-test assertions too: wrappers apply there as well.
+        OwnCode.setAllocationFunctions(report.allocFn)
         let temporary = trace == nil
         var options = try ProgramCommandLine.recordOptions(
             command: command, output: nil, noFollowFork: noFollowFork, noFollowExec: noFollowExec,
-            ringSlots: ringSlots, quiet: temporary && !keepTrace, markEvery: markEvery, settle: settle)
+            ringSlots: ringSlots, quiet: quiet || (temporary && !keepTrace), markEvery: markEvery, settle: settle)
         // Gate files are read before the program runs: a typo costs no run.
         let policy = gate.isUsed ? try gate.loadPolicy() : nil
         // Failing on leaks needs the scan that finds them.
         options.scanLeaks = leaks || policy?.failOn.contains(.leaked) == true
+        options.temporaryTraces = temporary && !keepTrace
 
         // Where the trace goes.
         let tracePath: String

@@ -164,7 +164,8 @@ final class ReportJSONTests: XCTestCase {
         let generation = try XCTUnwrap((object["generations"] as? [[String: Any]])?.first)
         XCTAssertTrue(generation["label"] is NSNull)
         let live = try XCTUnwrap(object["liveAtExit"] as? [String: Any])
-        XCTAssertEqual(Set(live.keys), ["objects", "bytes", "sites"])
+        XCTAssertEqual(Set(live.keys), ["objects", "bytes", "sites", "startup"])
+        XCTAssertEqual(Set(try XCTUnwrap(live["startup"] as? [String: Any]).keys), ["objects", "bytes", "parts"])
         XCTAssertEqual(Set(try XCTUnwrap((live["sites"] as? [[String: Any]])?.first).keys), ["typeName", "objects", "bytes", "frames"])
         // Sorted keys: "cycles" comes before "findings" before "generations".
         let c = try XCTUnwrap(json.range(of: "\"cycles\"")), f = try XCTUnwrap(json.range(of: "\"findings\""))

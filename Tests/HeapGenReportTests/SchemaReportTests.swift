@@ -83,6 +83,15 @@ final class SchemaReportTests: XCTestCase {
                 checkFrame(frame, "liveAtExit.sites.\(i).frames.\(j)", check)
             }
         }
+        check(live, "startup", "liveAtExit", .object)
+        let startup = live["startup"] as? [String: Any] ?? [:]
+        check(startup, "objects", "liveAtExit.startup", .int)
+        check(startup, "bytes", "liveAtExit.startup", .int)
+        check(startup, "parts", "liveAtExit.startup", .array)
+        for (i, part) in (startup["parts"] as? [[String: Any]] ?? []).enumerated() {
+            for k in ["name", "module"] { check(part, k, "liveAtExit.startup.parts.\(i)", .string) }
+            for k in ["objects", "bytes"] { check(part, k, "liveAtExit.startup.parts.\(i)", .int) }
+        }
         XCTAssertEqual(jsonInt(live["objects"]), r.total("liveAtExitObjects"))
         XCTAssertEqual(jsonInt(live["bytes"]), r.total("liveAtExitBytes"))
         check(r.json, "otherTraces", "", .array)

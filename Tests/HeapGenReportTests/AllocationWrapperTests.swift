@@ -1,0 +1,48 @@
+// Which function names are allocation wrappers (OwnCode), known ones and --alloc-fn's.
+
+import HeapGenReport
+import XCTest
+
+final class AllocationWrapperTests: XCTestCase {
+    func testKnownWrappers() {
+        for name in ["zmalloc", "zcalloc", "zrealloc", "ztrymalloc_usable_internal", "ztrycalloc_usable", "zmalloc_usable",
+                     "xmalloc", "xcalloc", "xrealloc", "xstrdup", "g_malloc", "g_malloc0", "g_malloc_n", "g_slice_alloc",
+                     "emalloc", "ecalloc", "_emalloc", "swift_slowAlloc", "swift_allocObject",
+                     "operator new(unsigned long)", "operator new[](unsigned long)",
+                     "operator new(unsigned long, std::align_val_t)", "operator new(unsigned long, std::nothrow_t const&)"] {
+            XCTAssertTrue(OwnCode.isAllocationWrapper(name), name)
+            XCTAssertTrue(OwnCode.isRuntimeFunction(name), name)
+        }
+        for name in ["main", "my_alloc", "createObject", "pvPortMalloc", "zmalloc_size_stats", "xmallocx_user", "app_malloc"] {
+            XCTAssertFalse(OwnCode.isAllocationWrapper(name), name)
+        }
+    }
+
+    func testUserWrappersExactPrefixAndSignature() {
+        defer { OwnCode.setAllocationFunctions([]) }
+        OwnCode.setAllocationFunctions(["my_alloc", "pool_*", "Arena::allocate"])
+        XCTAssertTrue(OwnCode.isAllocationWrapper("my_alloc"))
+        XCTAssertFalse(OwnCode.isAllocationWrapper("my_alloc_stats"))
+        XCTAssertTrue(OwnCode.isAllocationWrapper("pool_get"))
+        XCTAssertTrue(OwnCode.isAllocationWrapper("pool_"))
+        XCTAssertTrue(OwnCode.isAllocationWrapper("Arena::allocate(unsigned long)"))
+        XCTAssertFalse(OwnCode.isAllocationWrapper("Arena::reset()"))
+
+        // The user frame is the first frame past them.
+        let frames = [
+            ReportFrameFixture.frame("malloc", module: "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+            ReportFrameFixture.frame("pool_get", module: "/app/bin"),
+            ReportFrameFixture.frame("my_alloc", module: "/app/bin"),
+            ReportFrameFixture.frame("load_config", module: "/app/bin"),
+        ]
+        XCTAssertEqual(OwnCode.firstUserFrame(frames), 3)
+        OwnCode.setAllocationFunctions([])
+        XCTAssertEqual(OwnCode.firstUserFrame(frames), 1)
+    }
+}
+
+enum ReportFrameFixture {
+    static func frame(_ function: String, module: String) -> HeapGenReport.Report.Frame {
+        HeapGenReport.Report.Frame(function: function, file: "/app/src/x.c", line: 1, module: module, address: 0x1000)
+    }
+}
