@@ -25,6 +25,39 @@ extension GenerationAnalyzer {
             notes.append("Mark \(i) (\"\(AnalysisOptions.settleLabel)\") is followed by ordinary marks: ignored.")
         }
 
+        // Scopes (expectNoGrowth and HeapGen.cycles calls) are judged apart, each on its own
+        // marks; the marks outside every scope are judged together as in a trace without scopes.
+        let scopes = CycleScope.find(in: allMarks)
+        var positionScope = [Int](repeating: -1, count: markCount)
+        var scopeStart: [Int] = []
+        var markScope = [Int](repeating: -1, count: allMarks.count)
+        if !scopes.isEmpty {
+            var position: [Int: Int] = [:]
+            for (p, m) in ordinary.enumerated() { position[m] = p }
+            for (k, scope) in scopes.enumerated() {
+                let a = position[scope.startMark] ?? 0
+                scopeStart.append(a)
+                for p in a...(a + scope.cycles) { positionScope[p] = k }
+                for m in (scope.startMark + 1)...scope.endMark { markScope[m] = k }
+            }
+        }
+        let globalPositions = ordinary.indices.filter { positionScope[$0] < 0 }
+        let globalOrdinary = globalPositions.map { ordinary[$0] }
+        let scopeOrdinary = scopes.indices.map { k in Array(ordinary[scopeStart[k]...(scopeStart[k] + scopes[k].cycles)]) }
+        // Per generation: -1 = not judged, 0 = a judged cycle outside the scopes, k + 1 = a
+        // judged cycle of scope k (survivors are counted per context).
+        var generationContext = [Int](repeating: -1, count: markCount + 1)
+        var globalCount = 0
+        for g in 1..<Swift.max(1, markCount) {
+            if globalCount < globalPositions.count && globalPositions[globalCount] <= g - 1 { globalCount += 1 }
+            let k = positionScope[g]
+            if k >= 0 && positionScope[g - 1] == k {
+                if g - scopeStart[k] > scopes[k].warmUp { generationContext[g] = k + 1 }
+            } else if let last = globalPositions.last, g <= last && globalCount > warmUp {
+                generationContext[g] = 0
+            }
+        }
+
         // The final snapshot.
         let snapshotMark = candidateMark
         let snapshot: SnapshotPoint
@@ -35,12 +68,16 @@ extension GenerationAnalyzer {
             snapshot = SnapshotPoint(source: .endOfTrace, markIndex: nil, liveObjects: UInt64(table.count),
                                      liveBytes: UInt64(clamping: liveBytes))
         }
+        // A scope's snapshot is its last mark, or the final snapshot if it ends the cycles
+        // (after the settle mark: memory released asynchronously after the last cycle is gone).
+        let scopeSnapshot = scopes.map { $0.endMark == ordinary.last ? (snapshotMark ?? $0.endMark) : $0.endMark }
         let limit = snapshotMark == nil ? UInt32.max : candidateLimit
 
         // One walk over the live blocks: persistence per epoch, survivors and unreachable blocks per site.
         var persistent = snapshotMark == nil ? [ObjectsAndBytes](repeating: ObjectsAndBytes(), count: epochs)
                                              : goneSinceCandidate
         var survivors = [ObjectsAndBytes](repeating: ObjectsAndBytes(), count: sites.count)
+        var scopeSurvivors = [[Int: ObjectsAndBytes]](repeating: [:], count: scopes.count)
         for s in sites.indices where snapshotMark != nil && sites[s].sinceStamp == candidateStamp {
             survivors[s] = ObjectsAndBytes(objects: sites[s].goneSurvivorObjects, bytes: sites[s].goneSurvivorBytes)
         }
@@ -49,16 +86,19 @@ extension GenerationAnalyzer {
         var scanObjects = 0
         var scanBytes = 0
         var unreachableObjects = [Int](repeating: 0, count: unreachable == nil ? 0 : sites.count)
-        let finalGeneration = generation
         table.forEach { address, block in
             let size = Int(truncatingIfNeeded: block.size)
             if block.epoch < limit {
                 persistent[Int(block.epoch)].objects &+= 1
                 persistent[Int(block.epoch)].bytes &+= size
                 let g = epochGeneration[Int(block.epoch)]
-                if g > warmUp && g < finalGeneration {
+                let context = g < generationContext.count ? generationContext[g] : -1
+                if context == 0 {
                     survivors[Int(block.site)].objects &+= 1
                     survivors[Int(block.site)].bytes &+= size
+                } else if context > 0 {
+                    scopeSurvivors[context - 1][Int(block.site), default: ObjectsAndBytes()].objects &+= 1
+                    scopeSurvivors[context - 1][Int(block.site), default: ObjectsAndBytes()].bytes &+= size
                 }
             }
             if let unreachable, unreachable.contains(address) {
@@ -111,12 +151,36 @@ extension GenerationAnalyzer {
         for s in sites.indices {
             let site = sites[s]
             exitLive[s] = ObjectsAndBytes(objects: site.liveObjects, bytes: site.liveBytes)
-            let curve = SiteCurve(points: series[s], ordinary: ordinary, snapshotMark: snapshotMark,
+            let curve = SiteCurve(points: series[s], ordinary: globalOrdinary, snapshotMark: snapshotMark,
                                   liveAtEnd: exitLive[s])
             snapshotLive[s] = ObjectsAndBytes(objects: curve.snapshotObjects, bytes: curve.snapshotBytes)
+            // The scopes in whose cycles the site changed, each judged on its own marks.
+            var touched: [Int] = []
+            var abandonedInScope = false
+            if !scopes.isEmpty {
+                for p in series[s] {
+                    let k = Int(p.mark) < markScope.count ? markScope[Int(p.mark)] : -1
+                    if k >= 0 && touched.last != k { touched.append(k) }
+                }
+            }
             if curve.snapshotObjects != 0 || curve.snapshotBytes != 0 || (unreachable != nil && site.liveObjects > 0)
-                || curve.isNonzeroAtSomeMark {
+                || curve.isNonzeroAtSomeMark || !touched.isEmpty {
                 candidates.append(UInt32(s))
+            }
+            for k in touched {
+                let scopeCurve = SiteCurve(points: series[s], ordinary: scopeOrdinary[k],
+                                           snapshotMark: scopeSnapshot[k], liveAtEnd: exitLive[s])
+                var scopeOptions = options
+                scopeOptions.warmUp = scopes[k].warmUp
+                let verdict = Classifier.judge(scopeCurve, options: scopeOptions)
+                guard verdict.kind == .abandoned else { continue }
+                let totals = SiteTotals(survivors: scopeSurvivors[k][s] ?? ObjectsAndBytes(), exit: exitLive[s])
+                var finding = Finding(kind: .abandoned, stackID: site.stack, typeID: site.type,
+                                      typeName: typeNames[site.type], verdict: verdict, curve: scopeCurve,
+                                      totals: totals)
+                finding.scope = scopes[k].title
+                findings.append(finding)
+                abandonedInScope = true
             }
             let verdict = Classifier.judge(curve, options: options)
             let totals = SiteTotals(survivors: survivors[s], exit: exitLive[s],
@@ -132,6 +196,7 @@ extension GenerationAnalyzer {
                         && site.peakBytes > curve.value(at: 0).bytes {
                 behaviors[s] = .transient
             }
+            if abandonedInScope && behaviors[s] != .leaked { behaviors[s] = .abandoned }
             if site.type != 0 {
                 var entry = rollups[site.type] ?? (
                     TypeRollup(typeID: site.type, typeName: typeNames[site.type], sites: 0, allocations: 0,
@@ -265,7 +330,11 @@ extension GenerationAnalyzer {
         }
         var regrouping = RegroupingData()
         regrouping.isAvailable = true
-        regrouping.ordinary = ordinary
+        regrouping.ordinary = globalOrdinary
+        regrouping.scopes = scopes
+        regrouping.scopeOrdinary = scopeOrdinary
+        regrouping.scopeSnapshot = scopeSnapshot
+        regrouping.scopeSurvivors = scopeSurvivors
         regrouping.snapshotMark = snapshotMark
         regrouping.leakClassification = unreachable != nil
         regrouping.stacks = sites.map(\.stack)
