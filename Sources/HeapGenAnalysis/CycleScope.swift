@@ -57,6 +57,14 @@ public struct CycleScope: Codable, Sendable, Equatable {
         public var cycle: Int
         /// True for a warm-up mark.
         public var isWarmUp: Bool
+
+        /// Creates a parsed label.
+        public init(kind: String, name: String, cycle: Int, isWarmUp: Bool) {
+            self.kind = kind
+            self.name = name
+            self.cycle = cycle
+            self.isWarmUp = isWarmUp
+        }
     }
 
     /// The scope label `label` is, or `nil`: `<kind> [<name> ]start`,
@@ -118,4 +126,10 @@ public struct CycleScope: Codable, Sendable, Equatable {
         close()
         return scopes
     }
+}
+
+extension Analysis {
+    /// The scopes among ``marks`` (see ``CycleScope``): each judged on its own cycles; their
+    /// findings carry ``Finding/scope``.
+    public var scopes: [CycleScope] { CycleScope.find(in: marks) }
 }
