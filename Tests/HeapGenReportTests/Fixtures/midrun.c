@@ -10,11 +10,13 @@
 
 void *sessions[100];
 int nsessions;
+void *volatile sink;   /* keeps the compiler from eliding a malloc/free pair */
 
 /* Request buffers: allocated and freed within the batch. */
 __attribute__((noipa)) void serve_request(int k) {
     char *buffer = malloc(64);
     memset(buffer, k, 64);
+    sink = buffer;
     free(buffer);
 }
 
