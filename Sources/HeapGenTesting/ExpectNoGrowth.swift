@@ -136,7 +136,10 @@ extension HeapGen {
 enum GrowthMessage {
     static func render(_ findings: [WireFinding], answer: GrowthAnswer) -> String {
         let sites = findings.count == 1 ? "1 site" : "\(findings.count) sites"
-        var out = "heapgen: \(sites) grew in every cycle (\(answer.cycles) cycles, \(answer.warmUp) warm-up, \(answer.judgedCycles) judged):"
+        // Words that match the numbers: "every judged cycle" only when no site missed one.
+        let misses = findings.map { max(0, $0.cycles - $0.cyclesWithGrowth) }.max() ?? 0
+        let claim = misses == 0 ? "grew in every judged cycle" : "grew in every judged cycle but at most \(misses)"
+        var out = "heapgen: \(sites) \(claim) (\(answer.cycles) cycles, \(answer.warmUp) warm-up, \(answer.judgedCycles) judged):"
         for f in findings {
             let judgedObjects = f.objectsPerCycle.suffix(max(0, f.cycles))
             let judgedBytes = f.bytesPerCycle.suffix(max(0, f.cycles))
