@@ -183,7 +183,7 @@ enum Classifier {
     /// The earliest cycle `c` (1-based, after the warm-up) that grew and from which on the
     /// site grew in every cycle but ``AnalysisOptions/toleratedMisses``, over at least
     /// ``minimumOnsetCycles`` cycles, with net growth from mark `c - 1` to the last mark and
-    /// still above that level at the final snapshot, having grown in at most half of the
+    /// still above that level at the final snapshot, having grown in fewer than half of the
     /// judged cycles before `c`; `nil` if there is none.
     /// Cost: O(changes of the curve).
     static func onset(_ curve: SiteCurve, deltas: [(cycle: Int, objects: Int, bytes: Int)], warmUp: Int,
@@ -197,10 +197,10 @@ enum Classifier {
             guard length >= minimumOnsetCycles else { break }
             let withGrowth = growing.count - n
             guard length - withGrowth <= max(0, options.toleratedMisses) else { continue }
-            // The growth starts here: before it, the site grew in at most half of the judged
+            // The growth starts here: before it, the site grew in fewer than half of the judged
             // cycles (a site that grew all along with scattered misses is not a late leak).
             let before = c - 1 - warmUp
-            guard 2 * n <= before else { continue }
+            guard 2 * n < before else { continue }
             let open = curve.value(at: c - 1)
             let netGrowth = close.objects > open.objects || close.bytes > open.bytes
             let aboveOpening = curve.snapshotObjects > open.objects || curve.snapshotBytes > open.bytes

@@ -41,7 +41,25 @@ extension GenerationAnalyzer {
                 for m in (scope.startMark + 1)...scope.endMark { markScope[m] = k }
             }
         }
-        let globalPositions = ordinary.indices.filter { positionScope[$0] < 0 }
+        // A window (--from/--to): only the ordinary marks between the two are judged.
+        var window = 0..<markCount
+        let windowed = options.from != nil || options.to != nil
+        if windowed {
+            func resolve(_ reference: String, from start: Int) -> Int? {
+                if let n = Int(reference) { return n >= 0 && n < markCount ? n : nil }
+                return (start..<markCount).first { allMarks[ordinary[$0]].label == reference }
+            }
+            let low = options.from.map { resolve($0, from: 0) } ?? 0
+            let high = options.to.map { resolve($0, from: low ?? 0) } ?? markCount - 1
+            if let low, let high, low <= high {
+                window = low..<(high + 1)
+                notes.append("Judged only the cycles between ordinary marks \(low) and \(high) (\(high - low) cycle\(high - low == 1 ? "" : "s")); cycle numbers count from mark \(low).")
+            } else {
+                window = 0..<0
+                notes.append("The window \(options.from.map { "from \"\($0)\"" } ?? "from the first mark") \(options.to.map { "to \"\($0)\"" } ?? "to the last mark") matches no ordinary marks in order: nothing judged.")
+            }
+        }
+        let globalPositions = ordinary.indices.filter { positionScope[$0] < 0 && window.contains($0) }
         let globalOrdinary = globalPositions.map { ordinary[$0] }
         let scopeOrdinary = scopes.indices.map { k in Array(ordinary[scopeStart[k]...(scopeStart[k] + scopes[k].cycles)]) }
         // Per generation: -1 = not judged, 0 = a judged cycle outside the scopes, k + 1 = a
@@ -71,6 +89,8 @@ extension GenerationAnalyzer {
         // A scope's snapshot is its last mark, or the final snapshot if it ends the cycles
         // (after the settle mark: memory released asynchronously after the last cycle is gone).
         let scopeSnapshot = scopes.map { $0.endMark == ordinary.last ? (snapshotMark ?? $0.endMark) : $0.endMark }
+        // The final snapshot of the marks outside the scopes: a window's last mark if it ends early.
+        let globalSnapshot = window.count > 0 && window.upperBound < markCount ? ordinary[window.upperBound - 1] : snapshotMark
         let limit = snapshotMark == nil ? UInt32.max : candidateLimit
 
         // One walk over the live blocks: persistence per epoch, survivors and unreachable blocks per site.
@@ -151,12 +171,12 @@ extension GenerationAnalyzer {
         for s in sites.indices {
             let site = sites[s]
             exitLive[s] = ObjectsAndBytes(objects: site.liveObjects, bytes: site.liveBytes)
-            let curve = SiteCurve(points: series[s], ordinary: globalOrdinary, snapshotMark: snapshotMark,
+            let curve = SiteCurve(points: series[s], ordinary: globalOrdinary, snapshotMark: globalSnapshot,
                                   liveAtEnd: exitLive[s])
             snapshotLive[s] = ObjectsAndBytes(objects: curve.snapshotObjects, bytes: curve.snapshotBytes)
             // The scopes in whose cycles the site changed, each judged on its own marks.
             var touched: [Int] = []
-            var abandonedInScope = false
+            var abandonedInScope = false, cacheInScope = false
             if !scopes.isEmpty {
                 for p in series[s] {
                     let k = Int(p.mark) < markScope.count ? markScope[Int(p.mark)] : -1
@@ -173,14 +193,14 @@ extension GenerationAnalyzer {
                 var scopeOptions = options
                 scopeOptions.warmUp = scopes[k].warmUp
                 let verdict = Classifier.judge(scopeCurve, options: scopeOptions)
-                guard verdict.kind == .abandoned else { continue }
+                guard let kind = verdict.kind else { continue }
                 let totals = SiteTotals(survivors: scopeSurvivors[k][s] ?? ObjectsAndBytes(), exit: exitLive[s])
-                var finding = Finding(kind: .abandoned, stackID: site.stack, typeID: site.type,
+                var finding = Finding(kind: kind, stackID: site.stack, typeID: site.type,
                                       typeName: typeNames[site.type], verdict: verdict, curve: scopeCurve,
                                       totals: totals)
                 finding.scope = scopes[k].title
                 findings.append(finding)
-                abandonedInScope = true
+                if kind == .abandoned { abandonedInScope = true } else { cacheInScope = true }
             }
             let verdict = Classifier.judge(curve, options: options)
             let totals = SiteTotals(survivors: survivors[s], exit: exitLive[s],
@@ -196,7 +216,11 @@ extension GenerationAnalyzer {
                         && site.peakBytes > curve.value(at: 0).bytes {
                 behaviors[s] = .transient
             }
-            if abandonedInScope && behaviors[s] != .leaked { behaviors[s] = .abandoned }
+            if abandonedInScope && behaviors[s] != .leaked {
+                behaviors[s] = .abandoned
+            } else if cacheInScope && behaviors[s] != .leaked && behaviors[s] != .abandoned {
+                behaviors[s] = .cache
+            }
             if site.type != 0 {
                 var entry = rollups[site.type] ?? (
                     TypeRollup(typeID: site.type, typeName: typeNames[site.type], sites: 0, allocations: 0,
@@ -335,7 +359,7 @@ extension GenerationAnalyzer {
         regrouping.scopeOrdinary = scopeOrdinary
         regrouping.scopeSnapshot = scopeSnapshot
         regrouping.scopeSurvivors = scopeSurvivors
-        regrouping.snapshotMark = snapshotMark
+        regrouping.snapshotMark = globalSnapshot
         regrouping.leakClassification = unreachable != nil
         regrouping.stacks = sites.map(\.stack)
         regrouping.types = sites.map(\.type)
@@ -349,7 +373,8 @@ extension GenerationAnalyzer {
         regrouping.stackRecords = stackRecords
         var analysis = Analysis(
             options: keptOptions, totals: totals, marks: allMarks, snapshot: snapshot, generations: generations,
-            cycles: cycles, judgedCycles: judged, findings: findings, sites: keptSites, siteCount: sites.count,
+            cycles: windowed ? max(0, window.count - 1) : cycles,
+            judgedCycles: windowed ? max(0, window.count - 1 - warmUp) : judged, findings: findings, sites: keptSites, siteCount: sites.count,
             typeRollups: typeRollups, typeNames: typeNames, stacks: stacks, stackRecordIndices: stackPositions,
             modules: modules,
             process: process ?? ProcessRecord(pid: 0, ppid: 0, origin: .root, executable: "", arguments: [],

@@ -155,8 +155,8 @@ extension Analysis {
                 scopeOptions.warmUp = scope.warmUp
                 let scopeCurve = SiteCurve.sum(scopeCurves, markCount: data.scopeOrdinary[k].count)
                 let verdict = Classifier.judge(scopeCurve, options: scopeOptions)
-                guard verdict.kind == .abandoned else { continue }
-                var finding = Finding(kind: .abandoned, stackID: representative.stackID,
+                guard let kind = verdict.kind else { continue }
+                var finding = Finding(kind: kind, stackID: representative.stackID,
                                       typeID: representative.typeID, typeName: typeNames[representative.typeID],
                                       verdict: verdict, curve: scopeCurve, totals: scopeTotals)
                 finding.scope = scope.title

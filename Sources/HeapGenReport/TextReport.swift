@@ -168,7 +168,8 @@ public enum TextReport {
         let scopes = CycleScope.find(labels: r.generations.map(\.label))
         let outside = r.findings.filter { $0.scope == nil }
         let all = outside.filter { $0.kind == .abandoned }, leaked = outside.filter { $0.kind == .leaked }
-        let caches = outside.filter { $0.kind == .cache }
+        // Caches of every scope are listed together: never failures.
+        let caches = r.findings.filter { $0.kind == .cache }
         // Growth with no frame in the program's own code is the toolchain's (XCTest's timers,
         // libdispatch's bookkeeping): shown apart, after the program's own.
         let abandoned = all.filter { !$0.inLibraries }, inLibraries = all.filter(\.inLibraries)
@@ -215,7 +216,7 @@ public enum TextReport {
 
     /// Each scope that grew with its findings, then one line for the scopes that did not.
     static func scopeFindings(_ r: Report, scopes: [CycleScope], _ style: TextStyle, separated: Bool) -> [String] {
-        let scoped = r.findings.filter { $0.scope != nil }
+        let scoped = r.findings.filter { $0.scope != nil && $0.kind != .cache }
         guard !scopes.isEmpty || !scoped.isEmpty else { return [] }
         var lines: [String] = []
         var titles: [String] = []

@@ -28,6 +28,16 @@ struct ReportOptions: ParsableArguments {
         "Judged cycles a site may skip growing and still count as abandoned.", valueName: "n"))
     var tolerate: Int = AnalysisOptions().toleratedMisses
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Judge only the cycles from this generation mark on: its position among the marks (0 = the first) or its label.",
+        valueName: "mark"))
+    var from: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Judge only the cycles up to this generation mark (position or label); it is the window's final snapshot.",
+        valueName: "mark"))
+    var to: String?
+
     func validate() throws {
         if warmUp < 0 { throw ValidationError("--warm-up takes a number of cycles, 0 or more.") }
         if tolerate < 0 { throw ValidationError("--tolerate takes a number of cycles, 0 or more.") }
@@ -36,7 +46,10 @@ struct ReportOptions: ParsableArguments {
 
     /// The analysis settings these options ask for.
     var analysisOptions: AnalysisOptions {
-        AnalysisOptions(warmUp: warmUp, toleratedMisses: tolerate)
+        var options = AnalysisOptions(warmUp: warmUp, toleratedMisses: tolerate)
+        options.from = from
+        options.to = to
+        return options
     }
 
     /// Analyzes `trace` and builds its report.

@@ -27,7 +27,8 @@ final class ScopeAndOnsetTests: XCTestCase {
     }
 
     /// Three tests in one binary, one leaking: each scope judged on its own cycles; the
-    /// leaking one is abandoned and named; the clean ones have no findings; nothing is a cache.
+    /// leaking one is abandoned and named; the clean ones have no growth findings; a cache
+    /// filled in a scope's warm-up is that scope's cache.
     func testEachScopeIsJudgedOnItsOwnCycles() throws {
         let t = try TraceBuilder()
         t.mark("XCTest started")        // outside any scope
@@ -49,7 +50,11 @@ final class ScopeAndOnsetTests: XCTestCase {
                                               "expectNoGrowth testCleanB() (T.swift:15)"])
         XCTAssertEqual(a.scopes.map(\.cycles), [6, 8, 6])
         XCTAssertEqual(a.scopes.map(\.warmUp), [1, 2, 1])
-        XCTAssertEqual(a.findings.count, 1, "\(a.findings)")
+        XCTAssertEqual(a.findings.map(\.kind), [.abandoned, .cache], "\(a.findings)")
+        let cache = try XCTUnwrap(a.findings.last)
+        XCTAssertEqual(cache.scope, "expectNoGrowth testCleanB() (T.swift:15)")
+        XCTAssertEqual(cache.typeID, 3)
+        XCTAssertEqual(cache.objectsPerCycle, [1, 0, 0, 0, 0, 0])
         let f = try XCTUnwrap(a.findings.first)
         XCTAssertEqual(f.kind, .abandoned)
         XCTAssertEqual(f.scope, "expectNoGrowth testLeaky() (T.swift:9)")

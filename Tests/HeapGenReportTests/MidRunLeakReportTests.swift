@@ -49,4 +49,34 @@ final class MidRunLeakReportTests: XCTestCase {
         XCTAssertTrue(wholeText.contains("Abandoned memory: 1 site grew in every judged cycle"), wholeText)
         XCTAssertTrue(wholeText.contains("grew in 15 of 15 judged cycles"), wholeText)
     }
+
+    /// `heapgen report --from/--to`: only the cycles between two marks are judged.
+    func testReportWindowJudgesOnlyTheCyclesBetweenTwoMarks() throws {
+        let fixture = try ReportFixture.c("midrun.c")
+        let run = try HeapGenCLI.runJSON(fixture, ["16", "9"])
+
+        // Marks 8…16: batches 9…16, all leaking: abandoned across the window, no onset.
+        let late = try HeapGenCLI.report(run.trace, flags: ["--from", "8"])
+        XCTAssertEqual(late.cycles, 8, "\(late)")
+        XCTAssertEqual(late.judgedCycles, 7, "\(late)")
+        let f = try XCTUnwrap(late.findings(function: "keep_session").first, late.findingsSummary)
+        XCTAssertEqual(f.kind, "abandoned", f.summary)
+        XCTAssertTrue(f.json["onsetCycle"] is NSNull, f.summary)
+        XCTAssertEqual(f.objectsPerCycle, Array(repeating: 3, count: 8), f.summary)
+        XCTAssertEqual(f.cycles, 7, f.summary)
+        XCTAssertEqual(f.cyclesWithGrowth, 7, f.summary)
+
+        // Marks 0…8 (by label, then position): the clean batches: nothing grew.
+        let early = try HeapGenCLI.report(run.trace, flags: ["--from", "heapgen.start", "--to", "8"])
+        XCTAssertEqual(early.cycles, 8, "\(early)")
+        XCTAssertEqual(early.findings.count, 0, early.findingsSummary)
+        let text = String(decoding: try HeapGenCLI.succeed(["report", run.trace, "--to", "8"]).stdout, as: UTF8.self)
+        XCTAssertTrue(text.contains("No growth across 7 cycles."), text)
+        XCTAssertTrue(text.contains("Judged only the cycles between ordinary marks 0 and 8 (8 cycles)"), text)
+
+        // A label that matches no mark: one note, nothing judged, no failure.
+        let none = try HeapGenCLI.report(run.trace, flags: ["--from", "no such mark"])
+        XCTAssertEqual(none.findings.count, 0, none.findingsSummary)
+        XCTAssertTrue(none.notes.contains { $0.contains("matches no ordinary marks") }, "\(none.notes)")
+    }
 }
