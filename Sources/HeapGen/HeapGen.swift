@@ -39,13 +39,38 @@ public enum HeapGen {
     /// Runs `body` `n` times and marks a generation before the first run
     /// and after each one, so every run is one generation ("cycle").
     /// The first `warmUp` runs are labelled as warm-up: caches filled there
-    /// are expected, and the analysis ignores growth in them (its
-    /// `--warm-up` defaults to the same 1).
-    public static func cycles(_ n: Int, warmUp: Int = 1, _ body: () throws -> Void) rethrows {
-        mark("heapgen.start")
-        for index in 1...max(n, 1) {
+    /// are expected, and the analysis ignores growth in them.
+    ///
+    /// The marks form one *scope*, judged on its own cycles with its own warm-up, apart from
+    /// other scopes and other marks of the program. Labels:
+    /// `HeapGen.cycles <name> start`, `HeapGen.cycles <name> warm-up 1/10`,
+    /// `HeapGen.cycles <name> cycle 2/10`, where `<name>` is the calling function and its
+    /// file and line, e.g. `main (main.swift:12)` (see ``scopeName(function:fileID:line:)``).
+    public static func cycles(_ n: Int, warmUp: Int = 1, function: String = #function, fileID: String = #fileID,
+                              line: UInt = #line, _ body: () throws -> Void) rethrows {
+        let count = max(n, 1)
+        let labels = scopeLabels("HeapGen.cycles", name: scopeName(function: function, fileID: fileID, line: line),
+                                 cycles: count, warmUp: warmUp)
+        mark(labels[0])
+        for index in 1...count {
             try body()
-            mark(index <= warmUp ? "warm-up \(index)" : "cycle \(index)")
+            mark(labels[index])
+        }
+    }
+
+    /// The name a scope's labels carry: `function (File.swift:line)`, e.g.
+    /// `testProfileDoesNotLeak() (ProfileTests.swift:31)`. Distinct for every call site.
+    public static func scopeName(function: String, fileID: String, line: UInt) -> String {
+        let file = fileID.split(separator: "/").last.map(String.init) ?? fileID
+        return "\(function) (\(file):\(line))"
+    }
+
+    /// The labels of one scope: `<kind> <name> start`, then for i in 1...cycles
+    /// `<kind> <name> warm-up i/cycles` (the first `warmUp`) or `<kind> <name> cycle i/cycles`.
+    /// heapgen's analysis recognises scopes by these labels alone.
+    public static func scopeLabels(_ kind: String, name: String, cycles: Int, warmUp: Int) -> [String] {
+        ["\(kind) \(name) start"] + (1...max(cycles, 1)).map { i in
+            i <= warmUp ? "\(kind) \(name) warm-up \(i)/\(cycles)" : "\(kind) \(name) cycle \(i)/\(cycles)"
         }
     }
 }

@@ -26,6 +26,14 @@ public struct AnalysisOptions: Sendable, Equatable, Codable {
     /// Besides the sites of findings, ``Analysis/sites`` keeps the `maxSites` sites with
     /// the most live bytes at exit and the `maxSites` sites with the highest peaks (default 50).
     public var maxSites: Int
+    /// Judge only the cycles from this mark on (with ``to``): an ordinary mark's position
+    /// (`"0"` = the first ordinary mark) or label (the first ordinary mark with that label).
+    /// `nil`: from the first mark. Cycle numbers of the findings then count from the window's
+    /// first cycle, and the warm-up is the window's first ``warmUp`` cycles.
+    public var from: String? = nil
+    /// Judge only the cycles up to this mark (position or label: the first ordinary mark with
+    /// that label after ``from``); the window's final snapshot is this mark. `nil`: to the last.
+    public var to: String? = nil
 
     /// Label of the mark the collector adds shortly after the last cycle (origin
     /// ``MarkOrigin/timer``) so that memory released asynchronously after the last cycle
@@ -44,7 +52,7 @@ public struct AnalysisOptions: Sendable, Equatable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case warmUp, toleratedMisses, minBytesPerCycle, minObjectsPerCycle, maxSites
+        case warmUp, toleratedMisses, minBytesPerCycle, minObjectsPerCycle, maxSites, from, to
     }
 
     /// Decodes the options; ``unreachable`` is never encoded and decodes as `nil`.
@@ -55,6 +63,8 @@ public struct AnalysisOptions: Sendable, Equatable, Codable {
         minBytesPerCycle = try c.decode(Int.self, forKey: .minBytesPerCycle)
         minObjectsPerCycle = try c.decode(Int.self, forKey: .minObjectsPerCycle)
         maxSites = try c.decode(Int.self, forKey: .maxSites)
+        from = try c.decodeIfPresent(String.self, forKey: .from)
+        to = try c.decodeIfPresent(String.self, forKey: .to)
         unreachable = nil
     }
 
@@ -66,6 +76,8 @@ public struct AnalysisOptions: Sendable, Equatable, Codable {
         try c.encode(minBytesPerCycle, forKey: .minBytesPerCycle)
         try c.encode(minObjectsPerCycle, forKey: .minObjectsPerCycle)
         try c.encode(maxSites, forKey: .maxSites)
+        try c.encodeIfPresent(from, forKey: .from)
+        try c.encodeIfPresent(to, forKey: .to)
     }
 
     /// True if a cycle with these deltas counts as growth: live objects or bytes rose,

@@ -101,6 +101,10 @@ struct GrowthVerdict: Equatable {
     var averageObjectsPerCycle: Double
     /// Held more than at the end of setup at the final snapshot.
     var aboveSetupAtSnapshot: Bool
+    /// For a site abandoned only from some cycle on (``Finding/onsetCycle``): that cycle.
+    var onsetCycle: Int? = nil
+    /// Cycles from ``onsetCycle`` on that grew.
+    var cyclesWithGrowthSinceOnset: Int? = nil
 }
 
 enum Classifier {
@@ -145,6 +149,17 @@ enum Classifier {
             verdict.kind = .abandoned
             return verdict
         }
+        // Abandoned from some cycle on: a leak that starts mid-run.
+        if let onset = onset(curve, deltas: deltas, warmUp: warmUp, options: options) {
+            verdict.kind = .abandoned
+            verdict.onsetCycle = onset.cycle
+            verdict.cyclesWithGrowthSinceOnset = onset.withGrowth
+            let length = cycles - onset.cycle + 1
+            let base = curve.value(at: onset.cycle - 1)
+            verdict.averageBytesPerCycle = Double(close.bytes - base.bytes) / Double(length)
+            verdict.averageObjectsPerCycle = Double(close.objects - base.objects) / Double(length)
+            return verdict
+        }
         // Cache: rose above the setup level at some closing mark, flat over the last half
         // (rounded up) of the judged cycles, still above the setup level at the snapshot.
         // "Flat" ignores the thresholds: a site growing slowly is not a cache.
@@ -160,5 +175,37 @@ enum Classifier {
             verdict.kind = .cache
         }
         return verdict
+    }
+
+    /// Judged cycles a leak that starts mid-run must span at least.
+    static let minimumOnsetCycles = 4
+
+    /// The earliest cycle `c` (1-based, after the warm-up) that grew and from which on the
+    /// site grew in every cycle but ``AnalysisOptions/toleratedMisses``, over at least
+    /// ``minimumOnsetCycles`` cycles, with net growth from mark `c - 1` to the last mark and
+    /// still above that level at the final snapshot, having grown in fewer than half of the
+    /// judged cycles before `c`; `nil` if there is none.
+    /// Cost: O(changes of the curve).
+    static func onset(_ curve: SiteCurve, deltas: [(cycle: Int, objects: Int, bytes: Int)], warmUp: Int,
+                      options: AnalysisOptions) -> (cycle: Int, withGrowth: Int)? {
+        let cycles = curve.cycles
+        let growing = deltas.filter { $0.cycle >= warmUp && options.grows(objects: $0.objects, bytes: $0.bytes) }
+            .map { $0.cycle + 1 }
+        let close = curve.value(at: cycles)
+        for (n, c) in growing.enumerated() {
+            let length = cycles - c + 1
+            guard length >= minimumOnsetCycles else { break }
+            let withGrowth = growing.count - n
+            guard length - withGrowth <= max(0, options.toleratedMisses) else { continue }
+            // The growth starts here: before it, the site grew in fewer than half of the judged
+            // cycles (a site that grew all along with scattered misses is not a late leak).
+            let before = c - 1 - warmUp
+            guard 2 * n < before else { continue }
+            let open = curve.value(at: c - 1)
+            let netGrowth = close.objects > open.objects || close.bytes > open.bytes
+            let aboveOpening = curve.snapshotObjects > open.objects || curve.snapshotBytes > open.bytes
+            if netGrowth && aboveOpening { return (c, withGrowth) }
+        }
+        return nil
     }
 }

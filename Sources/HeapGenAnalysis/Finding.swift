@@ -69,6 +69,16 @@ public struct Finding: Codable, Sendable, Equatable {
     public var liveAtExitObjects: UInt64
     /// Live requested bytes of the site at the end of the trace.
     public var liveAtExitBytes: UInt64
+    /// The scope judged (``CycleScope/title``, e.g. `expectNoGrowth testLeaky() (LeakTests.swift:31)`);
+    /// `nil` for the marks outside every scope. The cycles, series and survivors of a scope's
+    /// finding are the scope's own (cycle 1 = the scope's first cycle).
+    public var scope: String? = nil
+    /// For a site abandoned only from some cycle on (a leak that starts mid-run): the first
+    /// cycle (1-based, warm-up included) of the growing run; `nil` when it grew across all judged
+    /// cycles. Its averages are then over the cycles from this one on.
+    public var onsetCycle: Int? = nil
+    /// Cycles from ``onsetCycle`` on that grew; `nil` without an onset.
+    public var cyclesWithGrowthSinceOnset: Int? = nil
 
     /// Creates a finding (the analyzer makes these; public for tests and tools).
     public init(kind: Kind, stackID: UInt32, typeID: UInt32, typeName: String?, cycles: Int,
@@ -113,6 +123,7 @@ public struct Finding: Codable, Sendable, Equatable {
         case objectsSeries = "objectsPerCycle", bytesSeries = "bytesPerCycle"
         case survivingObjects, survivingBytes, averageBytesPerCycle, averageObjectsPerCycle, firstCycleWithGrowth
         case snapshotObjects, snapshotBytes, liveAtExitObjects, liveAtExitBytes
+        case scope, onsetCycle, cyclesWithGrowthSinceOnset
     }
 
     /// Report order: kind (abandoned, leaked, cache), then average bytes per cycle

@@ -25,6 +25,57 @@ extension GenerationAnalyzer {
             notes.append("Mark \(i) (\"\(AnalysisOptions.settleLabel)\") is followed by ordinary marks: ignored.")
         }
 
+        // Scopes (expectNoGrowth and HeapGen.cycles calls) are judged apart, each on its own
+        // marks; the marks outside every scope are judged together as in a trace without scopes.
+        let scopes = CycleScope.find(in: allMarks)
+        var positionScope = [Int](repeating: -1, count: markCount)
+        var scopeStart: [Int] = []
+        var markScope = [Int](repeating: -1, count: allMarks.count)
+        if !scopes.isEmpty {
+            var position: [Int: Int] = [:]
+            for (p, m) in ordinary.enumerated() { position[m] = p }
+            for (k, scope) in scopes.enumerated() {
+                let a = position[scope.startMark] ?? 0
+                scopeStart.append(a)
+                for p in a...(a + scope.cycles) { positionScope[p] = k }
+                for m in (scope.startMark + 1)...scope.endMark { markScope[m] = k }
+            }
+        }
+        // A window (--from/--to): only the ordinary marks between the two are judged.
+        var window = 0..<markCount
+        let windowed = options.from != nil || options.to != nil
+        if windowed {
+            func resolve(_ reference: String, from start: Int) -> Int? {
+                if let n = Int(reference) { return n >= 0 && n < markCount ? n : nil }
+                return (start..<markCount).first { allMarks[ordinary[$0]].label == reference }
+            }
+            let low = options.from.map { resolve($0, from: 0) } ?? 0
+            let high = options.to.map { resolve($0, from: low ?? 0) } ?? markCount - 1
+            if let low, let high, low <= high {
+                window = low..<(high + 1)
+                notes.append("Judged only the cycles between ordinary marks \(low) and \(high) (\(high - low) cycle\(high - low == 1 ? "" : "s")); cycle numbers count from mark \(low).")
+            } else {
+                window = 0..<0
+                notes.append("The window \(options.from.map { "from \"\($0)\"" } ?? "from the first mark") \(options.to.map { "to \"\($0)\"" } ?? "to the last mark") matches no ordinary marks in order: nothing judged.")
+            }
+        }
+        let globalPositions = ordinary.indices.filter { positionScope[$0] < 0 && window.contains($0) }
+        let globalOrdinary = globalPositions.map { ordinary[$0] }
+        let scopeOrdinary = scopes.indices.map { k in Array(ordinary[scopeStart[k]...(scopeStart[k] + scopes[k].cycles)]) }
+        // Per generation: -1 = not judged, 0 = a judged cycle outside the scopes, k + 1 = a
+        // judged cycle of scope k (survivors are counted per context).
+        var generationContext = [Int](repeating: -1, count: markCount + 1)
+        var globalCount = 0
+        for g in 1..<Swift.max(1, markCount) {
+            if globalCount < globalPositions.count && globalPositions[globalCount] <= g - 1 { globalCount += 1 }
+            let k = positionScope[g]
+            if k >= 0 && positionScope[g - 1] == k {
+                if g - scopeStart[k] > scopes[k].warmUp { generationContext[g] = k + 1 }
+            } else if let last = globalPositions.last, g <= last && globalCount > warmUp {
+                generationContext[g] = 0
+            }
+        }
+
         // The final snapshot.
         let snapshotMark = candidateMark
         let snapshot: SnapshotPoint
@@ -35,12 +86,18 @@ extension GenerationAnalyzer {
             snapshot = SnapshotPoint(source: .endOfTrace, markIndex: nil, liveObjects: UInt64(table.count),
                                      liveBytes: UInt64(clamping: liveBytes))
         }
+        // A scope's snapshot is its last mark, or the final snapshot if it ends the cycles
+        // (after the settle mark: memory released asynchronously after the last cycle is gone).
+        let scopeSnapshot = scopes.map { $0.endMark == ordinary.last ? (snapshotMark ?? $0.endMark) : $0.endMark }
+        // The final snapshot of the marks outside the scopes: a window's last mark if it ends early.
+        let globalSnapshot = window.count > 0 && window.upperBound < markCount ? ordinary[window.upperBound - 1] : snapshotMark
         let limit = snapshotMark == nil ? UInt32.max : candidateLimit
 
         // One walk over the live blocks: persistence per epoch, survivors and unreachable blocks per site.
         var persistent = snapshotMark == nil ? [ObjectsAndBytes](repeating: ObjectsAndBytes(), count: epochs)
                                              : goneSinceCandidate
         var survivors = [ObjectsAndBytes](repeating: ObjectsAndBytes(), count: sites.count)
+        var scopeSurvivors = [[Int: ObjectsAndBytes]](repeating: [:], count: scopes.count)
         for s in sites.indices where snapshotMark != nil && sites[s].sinceStamp == candidateStamp {
             survivors[s] = ObjectsAndBytes(objects: sites[s].goneSurvivorObjects, bytes: sites[s].goneSurvivorBytes)
         }
@@ -49,16 +106,19 @@ extension GenerationAnalyzer {
         var scanObjects = 0
         var scanBytes = 0
         var unreachableObjects = [Int](repeating: 0, count: unreachable == nil ? 0 : sites.count)
-        let finalGeneration = generation
         table.forEach { address, block in
             let size = Int(truncatingIfNeeded: block.size)
             if block.epoch < limit {
                 persistent[Int(block.epoch)].objects &+= 1
                 persistent[Int(block.epoch)].bytes &+= size
                 let g = epochGeneration[Int(block.epoch)]
-                if g > warmUp && g < finalGeneration {
+                let context = g < generationContext.count ? generationContext[g] : -1
+                if context == 0 {
                     survivors[Int(block.site)].objects &+= 1
                     survivors[Int(block.site)].bytes &+= size
+                } else if context > 0 {
+                    scopeSurvivors[context - 1][Int(block.site), default: ObjectsAndBytes()].objects &+= 1
+                    scopeSurvivors[context - 1][Int(block.site), default: ObjectsAndBytes()].bytes &+= size
                 }
             }
             if let unreachable, unreachable.contains(address) {
@@ -111,12 +171,36 @@ extension GenerationAnalyzer {
         for s in sites.indices {
             let site = sites[s]
             exitLive[s] = ObjectsAndBytes(objects: site.liveObjects, bytes: site.liveBytes)
-            let curve = SiteCurve(points: series[s], ordinary: ordinary, snapshotMark: snapshotMark,
+            let curve = SiteCurve(points: series[s], ordinary: globalOrdinary, snapshotMark: globalSnapshot,
                                   liveAtEnd: exitLive[s])
             snapshotLive[s] = ObjectsAndBytes(objects: curve.snapshotObjects, bytes: curve.snapshotBytes)
+            // The scopes in whose cycles the site changed, each judged on its own marks.
+            var touched: [Int] = []
+            var abandonedInScope = false, cacheInScope = false
+            if !scopes.isEmpty {
+                for p in series[s] {
+                    let k = Int(p.mark) < markScope.count ? markScope[Int(p.mark)] : -1
+                    if k >= 0 && touched.last != k { touched.append(k) }
+                }
+            }
             if curve.snapshotObjects != 0 || curve.snapshotBytes != 0 || (unreachable != nil && site.liveObjects > 0)
-                || curve.isNonzeroAtSomeMark {
+                || curve.isNonzeroAtSomeMark || !touched.isEmpty {
                 candidates.append(UInt32(s))
+            }
+            for k in touched {
+                let scopeCurve = SiteCurve(points: series[s], ordinary: scopeOrdinary[k],
+                                           snapshotMark: scopeSnapshot[k], liveAtEnd: exitLive[s])
+                var scopeOptions = options
+                scopeOptions.warmUp = scopes[k].warmUp
+                let verdict = Classifier.judge(scopeCurve, options: scopeOptions)
+                guard let kind = verdict.kind else { continue }
+                let totals = SiteTotals(survivors: scopeSurvivors[k][s] ?? ObjectsAndBytes(), exit: exitLive[s])
+                var finding = Finding(kind: kind, stackID: site.stack, typeID: site.type,
+                                      typeName: typeNames[site.type], verdict: verdict, curve: scopeCurve,
+                                      totals: totals)
+                finding.scope = scopes[k].title
+                findings.append(finding)
+                if kind == .abandoned { abandonedInScope = true } else { cacheInScope = true }
             }
             let verdict = Classifier.judge(curve, options: options)
             let totals = SiteTotals(survivors: survivors[s], exit: exitLive[s],
@@ -131,6 +215,11 @@ extension GenerationAnalyzer {
             } else if markCount > 0 && epochGeneration[Int(site.peakEpoch)] >= 1
                         && site.peakBytes > curve.value(at: 0).bytes {
                 behaviors[s] = .transient
+            }
+            if abandonedInScope && behaviors[s] != .leaked {
+                behaviors[s] = .abandoned
+            } else if cacheInScope && behaviors[s] != .leaked && behaviors[s] != .abandoned {
+                behaviors[s] = .cache
             }
             if site.type != 0 {
                 var entry = rollups[site.type] ?? (
@@ -266,8 +355,12 @@ extension GenerationAnalyzer {
         }
         var regrouping = RegroupingData()
         regrouping.isAvailable = true
-        regrouping.ordinary = ordinary
-        regrouping.snapshotMark = snapshotMark
+        regrouping.ordinary = globalOrdinary
+        regrouping.scopes = scopes
+        regrouping.scopeOrdinary = scopeOrdinary
+        regrouping.scopeSnapshot = scopeSnapshot
+        regrouping.scopeSurvivors = scopeSurvivors
+        regrouping.snapshotMark = globalSnapshot
         regrouping.leakClassification = unreachable != nil
         regrouping.stacks = sites.map(\.stack)
         regrouping.types = sites.map(\.type)
@@ -281,7 +374,8 @@ extension GenerationAnalyzer {
         regrouping.stackRecords = stackRecords
         var analysis = Analysis(
             options: keptOptions, totals: totals, marks: allMarks, snapshot: snapshot, generations: generations,
-            cycles: cycles, judgedCycles: judged, findings: findings, sites: keptSites, siteCount: sites.count,
+            cycles: windowed ? max(0, window.count - 1) : cycles,
+            judgedCycles: windowed ? max(0, window.count - 1 - warmUp) : judged, findings: findings, sites: keptSites, siteCount: sites.count,
             typeRollups: typeRollups, typeNames: typeNames, stacks: stacks, stackRecordIndices: stackPositions,
             modules: modules,
             process: process ?? ProcessRecord(pid: 0, ppid: 0, origin: .root, executable: "", arguments: [],

@@ -112,14 +112,15 @@ extension Analysis {
         }
 
         var out: [GroupedFinding] = []
-        var regrouped = Set<SiteID>()
+        /// Sites judged in a group, by scope title ("" outside the scopes).
+        var regrouped = Set<ScopedSite>()
         let markCount = data.ordinary.count
         for members in groups where members.count > 1 {
             var totals = SiteTotals()
             var curves: [SiteCurve] = []
             curves.reserveCapacity(members.count)
             for s in members {
-                regrouped.insert(SiteID(stackID: data.stacks[s], typeID: data.types[s]))
+                regrouped.insert(ScopedSite(scope: "", site: SiteID(stackID: data.stacks[s], typeID: data.types[s])))
                 curves.append(SiteCurve(points: data.series[s], ordinary: data.ordinary,
                                         snapshotMark: data.snapshotMark, liveAtEnd: data.exit[s]))
                 totals.add(data.totals(of: s))
@@ -135,21 +136,53 @@ extension Analysis {
                     < SiteID(stackID: data.stacks[b], typeID: data.types[b])
             }
             let ids = ordered.map { SiteID(stackID: data.stacks[$0], typeID: data.types[$0]) }
+            let representative = ids[0]
+            // Each scope the group's sites changed in judges the group's sum on its own marks.
+            for (k, scope) in data.scopes.enumerated() {
+                var scopeCurves: [SiteCurve] = []
+                var scopeTotals = SiteTotals()
+                for s in members {
+                    regrouped.insert(ScopedSite(scope: scope.title,
+                                                site: SiteID(stackID: data.stacks[s], typeID: data.types[s])))
+                    scopeCurves.append(SiteCurve(points: data.series[s], ordinary: data.scopeOrdinary[k],
+                                                 snapshotMark: data.scopeSnapshot[k], liveAtEnd: data.exit[s]))
+                    scopeTotals.survivors.objects &+= data.scopeSurvivors[k][s]?.objects ?? 0
+                    scopeTotals.survivors.bytes &+= data.scopeSurvivors[k][s]?.bytes ?? 0
+                    scopeTotals.exit.objects &+= data.exit[s].objects
+                    scopeTotals.exit.bytes &+= data.exit[s].bytes
+                }
+                var scopeOptions = options
+                scopeOptions.warmUp = scope.warmUp
+                let scopeCurve = SiteCurve.sum(scopeCurves, markCount: data.scopeOrdinary[k].count)
+                let verdict = Classifier.judge(scopeCurve, options: scopeOptions)
+                guard let kind = verdict.kind else { continue }
+                var finding = Finding(kind: kind, stackID: representative.stackID,
+                                      typeID: representative.typeID, typeName: typeNames[representative.typeID],
+                                      verdict: verdict, curve: scopeCurve, totals: scopeTotals)
+                finding.scope = scope.title
+                out.append(GroupedFinding(finding: finding, members: [representative] + ids.dropFirst().sorted()))
+            }
             let verdict = Classifier.judge(curve, options: options)
             guard let kind = Classifier.kind(verdict, totals: totals, leakClassification: data.leakClassification)
             else { continue }
-            let representative = ids[0]
             let finding = Finding(kind: kind, stackID: representative.stackID, typeID: representative.typeID,
                                   typeName: typeNames[representative.typeID], verdict: verdict, curve: curve,
                                   totals: totals)
             out.append(GroupedFinding(finding: finding, members: [representative] + ids.dropFirst().sorted()))
         }
-        for f in findings where !regrouped.contains(SiteID(stackID: f.stackID, typeID: f.typeID)) {
+        for f in findings
+        where !regrouped.contains(ScopedSite(scope: f.scope ?? "", site: SiteID(stackID: f.stackID, typeID: f.typeID))) {
             out.append(GroupedFinding(finding: f, members: [SiteID(stackID: f.stackID, typeID: f.typeID)]))
         }
         out.sort { Finding.reportOrder($0.finding, $1.finding) }
         return out
     }
+}
+
+/// A site within one scope (its title; "" for the marks outside the scopes).
+struct ScopedSite: Hashable {
+    var scope: String
+    var site: SiteID
 }
 
 /// Counts of one site (or group) that are not part of its curve.
@@ -189,6 +222,11 @@ struct RegroupingData: Sendable, Equatable {
     var unreachable: [Int] = []
     /// Site indices of ``Analysis/regroupingCandidates``, by stack id, then type id.
     var candidates: [UInt32] = []
+    /// The scopes, the marks of each (as ``ordinary``) and its survivors by site index.
+    var scopes: [CycleScope] = []
+    var scopeOrdinary: [[Int]] = []
+    var scopeSnapshot: [Int] = []
+    var scopeSurvivors: [[Int: ObjectsAndBytes]] = []
     /// Every stack definition of the trace, and where it was defined.
     var stackFrames: [UInt32: [UInt64]] = [:]
     var stackRecords: [UInt32: UInt64] = [:]
@@ -261,5 +299,7 @@ extension Finding {
             liveAtExitBytes: UInt64(clamping: totals.exit.bytes))
         objectsSeries = verdict.objectDeltas
         bytesSeries = verdict.byteDeltas
+        onsetCycle = verdict.onsetCycle
+        cyclesWithGrowthSinceOnset = verdict.cyclesWithGrowthSinceOnset
     }
 }

@@ -6,9 +6,12 @@ import HeapGenReport
 /// ProfileScreen.init(user:) (main.swift:47)`, or `blocks at leak_session (sites.c:32)` for
 /// plain malloc.
 public enum SiteText {
-    /// The type (or `blocks`), then `at` and the user frame.
+    /// The type (or `blocks`), then `at` and the user frame; for a finding of a scope, then
+    /// `in` and the scope (`in expectNoGrowth testLeaky() (LeakTests.swift:31)`), so that a
+    /// gate over a test binary names the test.
     public static func site(_ finding: Report.Finding) -> String {
-        site(typeName: finding.typeName, frame: finding.userFrameValue ?? finding.frames.first)
+        let text = site(typeName: finding.typeName, frame: finding.userFrameValue ?? finding.frames.first)
+        return finding.scope.map { text + " in " + $0 } ?? text
     }
 
     /// The same for any type and frame.

@@ -156,13 +156,17 @@ public struct ReportBuilder {
         return grouped.map { group in
             let f = group.finding
             let stack = frames[f.stackID] ?? []
-            return Report.Finding(
+            var finding = Report.Finding(
                 kind: Report.Finding.Kind(f.kind), typeName: f.typeName, frames: stack,
                 userFrame: OwnCode.firstUserFrame(stack), cycles: f.cycles, cyclesWithGrowth: f.cyclesWithGrowth,
                 objectsSeries: f.objectsSeries, bytesSeries: f.bytesSeries,
                 averageBytesPerCycle: Int(f.averageBytesPerCycle.rounded()),
                 survivingObjects: f.survivingObjects, survivingBytes: f.survivingBytes,
                 stackTruncatedAt: analysis.truncatedStacks[f.stackID])
+            finding.scope = f.scope
+            finding.onsetCycle = f.onsetCycle
+            finding.cyclesWithGrowthSinceOnset = f.cyclesWithGrowthSinceOnset
+            return finding
         }
     }
 

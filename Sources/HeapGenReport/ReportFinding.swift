@@ -43,6 +43,20 @@ extension Report {
         /// Set when the recording cut the stack at its frame limit: the number of frames
         /// recorded (the outermost callers are missing). `nil` for a complete stack.
         public var stackTruncatedAt: Int?
+        /// The scope this finding was judged in (an `expectNoGrowth` or `HeapGen.cycles` call,
+        /// e.g. `expectNoGrowth testLeaky() (LeakTests.swift:31)`); its cycles and series are
+        /// the scope's own. `nil`: the marks outside every scope.
+        public var scope: String? = nil
+        /// For memory abandoned only from some cycle on (a leak that starts mid-run): that cycle
+        /// (1-based, warm-up included); ``averageBytesPerCycle`` is then over the cycles since.
+        public var onsetCycle: Int? = nil
+        /// Cycles from ``onsetCycle`` on that grew.
+        public var cyclesWithGrowthSinceOnset: Int? = nil
+
+        /// Cycles from ``onsetCycle`` on (0 without an onset).
+        public var cyclesSinceOnset: Int {
+            onsetCycle.map { max(0, objectsSeries.count - $0 + 1) } ?? 0
+        }
 
         /// Creates a finding.
         public init(kind: Kind, typeName: String?, frames: [Frame], userFrame: Int?, cycles: Int,
@@ -87,9 +101,11 @@ extension Report {
             set { bytesSeries = CycleSeries(newValue) }
         }
 
-        /// Mean change of live objects over the judged (last ``cycles``) cycles; 0 if none.
+        /// Mean change of live objects over the judged (last ``cycles``) cycles, or over the
+        /// cycles since ``onsetCycle``; 0 if none.
         public var averageObjectsPerCycle: Double {
-            let judged = min(max(0, cycles), objectsSeries.count)
+            let judged = onsetCycle != nil ? min(cyclesSinceOnset, objectsSeries.count)
+                                           : min(max(0, cycles), objectsSeries.count)
             return judged == 0 ? 0 : Double(objectsSeries.sum(from: objectsSeries.count - judged)) / Double(judged)
         }
 
@@ -107,6 +123,7 @@ extension Report {
             case kind, typeName, frames, userFrame, cycles, cyclesWithGrowth
             case objectsSeries = "objectsPerCycle", bytesSeries = "bytesPerCycle"
             case averageBytesPerCycle, survivingObjects, survivingBytes, stackTruncatedAt
+            case scope, onsetCycle, cyclesWithGrowthSinceOnset
         }
 
         /// Derived fields: written for readers, recomputed (not read) when decoding.
@@ -129,6 +146,9 @@ extension Report {
             try c.encode(survivingObjects, forKey: .survivingObjects)
             try c.encode(survivingBytes, forKey: .survivingBytes)
             try c.encode(stackTruncatedAt, forKey: .stackTruncatedAt)
+            try c.encode(scope, forKey: .scope)
+            try c.encode(onsetCycle, forKey: .onsetCycle)
+            try c.encode(cyclesWithGrowthSinceOnset, forKey: .cyclesWithGrowthSinceOnset)
             var derived = encoder.container(keyedBy: DerivedKeys.self)
             try derived.encode(inLibraries, forKey: .inLibraries)
         }

@@ -1,5 +1,7 @@
 // The one-screen text report.
 
+import HeapGenAnalysis
+
 /// Renders a ``Report`` as text for a terminal: a header, the generation table, the
 /// findings (abandoned first, then leaked, then caches under their own heading), what was
 /// live at exit as a LeakSanitizer-style `SUMMARY:` line, and the notes.
@@ -147,21 +149,44 @@ public enum TextReport {
     static func generationLabel(_ g: Report.Generation, _ r: Report) -> String {
         var label = g.label ?? (r.generations.count == 1 ? "(whole trace)" : "(after last mark)")
         if label.isEmpty { label = "(unlabelled)" }
+        // A scope's label keeps its distinct end (`testLeaky() (LeakTests.swift:31) cycle 3/10`):
+        // cut at the front if it must be cut, never down to `expectNoGrowth cy…`.
+        if let scope = CycleScope.parse(label) {
+            let step = scope.cycle == 0 ? "start" : label.split(separator: " ").suffix(2).joined(separator: " ")
+            let text = scope.name.isEmpty ? "\(scope.kind) \(step)" : "\(scope.name) \(step)"
+            return text.count <= maxScopeLabel ? text : "…" + String(text.suffix(maxScopeLabel - 1))
+        }
         return truncate(label, 18)
     }
+
+    /// Width of a scope's label in the generation table.
+    public static let maxScopeLabel = 48
 
     // MARK: - Findings
 
     static func findings(_ r: Report, _ style: TextStyle) -> [String] {
         var lines: [String] = []
-        let all = r.findings(.abandoned), leaked = r.findings(.leaked), caches = r.findings(.cache)
+        // Findings of scopes (expectNoGrowth and HeapGen.cycles calls) come after the others,
+        // scope by scope; the scopes are read back from the generation labels.
+        let scopes = CycleScope.find(labels: r.generations.map(\.label))
+        let outside = r.findings.filter { $0.scope == nil }
+        let all = outside.filter { $0.kind == .abandoned }, leaked = outside.filter { $0.kind == .leaked }
+        // Caches of every scope are listed together: never failures.
+        let caches = r.findings.filter { $0.kind == .cache }
         // Growth with no frame in the program's own code is the toolchain's (XCTest's timers,
         // libdispatch's bookkeeping): shown apart, after the program's own.
         let abandoned = all.filter { !$0.inLibraries }, inLibraries = all.filter(\.inLibraries)
+        // Cycles outside the scopes: the ordinary marks not in a scope, less one, less the warm-up.
+        let marks = max(0, r.generations.count - 1)
+        let outsideMarks = marks - scopes.reduce(0) { $0 + $1.cycles + 1 }
+        let outsideJudged = scopes.isEmpty ? r.judgedCycles : max(0, outsideMarks - 1 - r.options.warmUp)
         if abandoned.isEmpty && leaked.isEmpty {
-            if r.judgedCycles >= 2 {
+            if outsideJudged >= 2 {
                 let whose = inLibraries.isEmpty ? "" : " in your code"
-                lines.append(style.green(style.bold("No growth\(whose) across \(HumanUnits.plural(r.judgedCycles, "cycle")).")))
+                let where_ = scopes.isEmpty ? "" : " outside the scopes"
+                lines.append(style.green(style.bold("No growth\(whose)\(where_) across \(HumanUnits.plural(outsideJudged, "cycle")).")))
+            } else if !scopes.isEmpty {
+                // Judged scope by scope below.
             } else if r.cycles == 0 {
                 lines.append(style.bold("No cycles to judge: the program marked no generations.")
                     + " Mark one per push/pop cycle (HEAPGEN_MARK, HeapGen.mark) or use --mark-every.")
@@ -170,7 +195,7 @@ public enum TextReport {
             }
         }
         if !abandoned.isEmpty {
-            lines.append(style.red("Abandoned memory: \(HumanUnits.plural(abandoned.count, "site")) kept growing across the judged cycles"))
+            lines.append(style.red("Abandoned memory: \(HumanUnits.plural(abandoned.count, "site")) \(growthClaim(abandoned))"))
             lines += growthFindings(abandoned, style)
         }
         if !leaked.isEmpty {
@@ -183,12 +208,72 @@ public enum TextReport {
             lines.append(style.yellow(style.bold("Growth in libraries only")) + " (\(HumanUnits.plural(inLibraries.count, "site")), no frame in your code; the gate judges it with --include-libraries)")
             lines += growthFindings(inLibraries, style, limit: maxLibraryFindings)
         }
+        lines += scopeFindings(r, scopes: scopes, style, separated: !lines.isEmpty)
         if !caches.isEmpty {
             if !lines.isEmpty { lines.append("") }
             lines.append(style.yellow(style.bold("Caches (filled, then flat — not failures)")))
             lines += cacheLines(caches, style)
         }
         return lines
+    }
+
+    /// Each scope that grew with its findings, then one line for the scopes that did not.
+    static func scopeFindings(_ r: Report, scopes: [CycleScope], _ style: TextStyle, separated: Bool) -> [String] {
+        let scoped = r.findings.filter { $0.scope != nil && $0.kind != .cache }
+        guard !scopes.isEmpty || !scoped.isEmpty else { return [] }
+        var lines: [String] = []
+        var titles: [String] = []
+        for scope in scopes where !titles.contains(scope.title) { titles.append(scope.title) }
+        for f in scoped where !titles.contains(f.scope!) { titles.append(f.scope!) }
+        var clean: [String] = []
+        for title in titles {
+            let found = scoped.filter { $0.scope == title }
+            let own = found.filter { !$0.inLibraries }, inLibraries = found.filter(\.inLibraries)
+            guard !own.isEmpty || !inLibraries.isEmpty else {
+                clean.append(title)
+                continue
+            }
+            if separated || !lines.isEmpty { lines.append("") }
+            if !own.isEmpty {
+                lines.append(style.red("Abandoned memory in \(title): \(HumanUnits.plural(own.count, "site")) \(growthClaim(own))"))
+                lines += growthFindings(own, style)
+            }
+            if !inLibraries.isEmpty {
+                lines.append(style.yellow("Growth in libraries only in \(title)") + " (\(HumanUnits.plural(inLibraries.count, "site")), no frame in your code)")
+                lines += growthFindings(inLibraries, style, limit: maxLibraryFindings)
+            }
+        }
+        if !clean.isEmpty {
+            if separated || !lines.isEmpty { lines.append("") }
+            let judged = scopes.filter { clean.contains($0.title) }
+            let tooShort = judged.filter { $0.judgedCycles < 2 }.map(\.title)
+            let ok = clean.filter { !tooShort.contains($0) }
+            if !ok.isEmpty {
+                lines.append(style.green("No growth in \(HumanUnits.plural(ok.count, "scope")), each judged on its own cycles: ") + ok.joined(separator: "; "))
+            }
+            if !tooShort.isEmpty {
+                lines.append(style.bold("Too few cycles to judge (2 after the warm-up needed): ") + tooShort.joined(separator: "; "))
+            }
+        }
+        return lines
+    }
+
+    /// What every site of `findings` did, in words that match their numbers: `grew in every
+    /// judged cycle`, `grew in every judged cycle but at most 1`, `… from some cycle on`.
+    static func growthClaim(_ findings: [Report.Finding]) -> String {
+        let misses = findings.map { f in
+            f.onsetCycle == nil ? f.cycles - f.cyclesWithGrowth
+                                : f.cyclesSinceOnset - (f.cyclesWithGrowthSinceOnset ?? f.cyclesSinceOnset)
+        }.max() ?? 0
+        let late = findings.filter { $0.onsetCycle != nil }.count
+        var text = findings.count == 1 && late == 1 ? "grew in every cycle" : "grew in every judged cycle"
+        if misses > 0 { text += " but at most \(misses)" }
+        if late == findings.count {
+            text += " from some cycle on"
+        } else if late > 0 {
+            text += " (\(late) of them only from some cycle on)"
+        }
+        return text
     }
 
     /// Up to ``maxFindings`` findings in detail, then one line for the rest. Findings (of one
@@ -252,7 +337,7 @@ public enum TextReport {
         let useBytes = f.objectsPerCycle.suffix(f.cycles).allSatisfy { $0 == 0 }
         let staircase = series(useBytes ? f.bytesPerCycle.map(HumanUnits.signedBytes) : f.objectsPerCycle.map { String($0) },
                                warmUp: warm)
-        var detail = "     per cycle: \(staircase)   grew in \(f.cyclesWithGrowth)/\(f.cycles)"
+        var detail = "     per cycle: \(staircase)   " + growthCount(f)
         if f.survivingObjects > 0 || f.survivingBytes > 0 {
             detail += "   surviving: \(HumanUnits.plural(f.survivingObjects, "object")), \(HumanUnits.bytes(f.survivingBytes))"
         }
@@ -262,6 +347,16 @@ public enum TextReport {
             lines.append(style.dim("     " + StackCompleteness.truncated(frames: n)))
         }
         return lines
+    }
+
+    /// `grew in 11 of 12 judged cycles`, or for a leak that started mid-run
+    /// `since cycle 9: grew in 8 of 8 cycles (15 judged)`.
+    static func growthCount(_ f: Report.Finding) -> String {
+        if let onset = f.onsetCycle {
+            let since = f.cyclesSinceOnset
+            return "since cycle \(onset): grew in \(f.cyclesWithGrowthSinceOnset ?? since) of \(since) cycles (\(f.cycles) judged)"
+        }
+        return "grew in \(f.cyclesWithGrowth) of \(HumanUnits.plural(f.cycles, "judged cycle"))"
     }
 
     /// Caches that fill at one place in the program's code, summed.

@@ -12,7 +12,7 @@ extension Trait where Self == ConditionTrait {
     /// ```
     ///
     /// Swift Testing has no way to skip a test once it runs: without this trait,
-    /// ``HeapGen/expectNoGrowth(cycles:warmUp:tolerance:fileID:file:line:column:_:)`` and
+    /// ``HeapGen/expectNoGrowth(cycles:warmUp:tolerance:function:fileID:file:line:column:_:)`` and
     /// ``HeapGen/expectDeallocation(_:within:fileID:file:line:column:)`` can only cancel it.
     public static var requiresHeapgen: Self {
         .enabled(if: ControlClient.isAvailable,

@@ -33,6 +33,16 @@ struct ReportOptions: ParsableArguments {
         valueName: "name"))
     var allocFn: [String] = []
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Judge only the cycles from this generation mark on: its position among the marks (0 = the first) or its label.",
+        valueName: "mark"))
+    var from: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Judge only the cycles up to this generation mark (position or label); it is the window's final snapshot.",
+        valueName: "mark"))
+    var to: String?
+
     func validate() throws {
         if allocFn.contains(where: \.isEmpty) { throw ValidationError("--alloc-fn needs a function name.") }
         if warmUp < 0 { throw ValidationError("--warm-up takes a number of cycles, 0 or more.") }
@@ -42,7 +52,10 @@ struct ReportOptions: ParsableArguments {
 
     /// The analysis settings these options ask for.
     var analysisOptions: AnalysisOptions {
-        AnalysisOptions(warmUp: warmUp, toleratedMisses: tolerate)
+        var options = AnalysisOptions(warmUp: warmUp, toleratedMisses: tolerate)
+        options.from = from
+        options.to = to
+        return options
     }
 
     /// Analyzes `trace` and builds its report.

@@ -117,6 +117,18 @@ final class ReferenceModel {
         let net = v[cycles].0 > v[1].0 || v[cycles].1 > v[1].1
         let above = snap.0 > v[1].0 || snap.1 > v[1].1
         if growing >= judged.count - 1 && net && above { return .abandoned }
+        // A leak that starts mid-run: from a growing cycle c on, at least 4 cycles with at most
+        // one miss, net growth and still above v[c-1] at the snapshot, and growth in fewer
+        // than half of the judged cycles before c.
+        for c in judged where grows(c) && cycles - c + 1 >= 4 {
+            let since = Array(c...cycles), before = Array(2..<c)
+            guard since.count - since.filter(grows).count <= 1 else { continue }
+            guard 2 * before.filter(grows).count < before.count else { continue }
+            let open = v[c - 1]
+            if (v[cycles].0 > open.0 || v[cycles].1 > open.1) && (snap.0 > open.0 || snap.1 > open.1) {
+                return .abandoned
+            }
+        }
         let rose = (1...cycles).contains { v[$0].0 > v[0].0 || v[$0].1 > v[0].1 }
         let half = (judged.count + 1) / 2
         let flat = !judged.suffix(half).contains(where: grows)

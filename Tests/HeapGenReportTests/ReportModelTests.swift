@@ -153,7 +153,9 @@ final class ReportJSONTests: XCTestCase {
         let finding = try XCTUnwrap((object["findings"] as? [[String: Any]])?.first)
         XCTAssertEqual(Set(finding.keys), ["kind", "typeName", "frames", "userFrame", "cycles", "cyclesWithGrowth",
                                            "objectsPerCycle", "bytesPerCycle", "averageBytesPerCycle",
-                                           "survivingObjects", "survivingBytes", "inLibraries", "stackTruncatedAt"])
+                                           "survivingObjects", "survivingBytes", "inLibraries", "stackTruncatedAt", "scope",
+                                           "onsetCycle", "cyclesWithGrowthSinceOnset"])
+        XCTAssertTrue(finding["scope"] is NSNull && finding["onsetCycle"] is NSNull, "nil is written as null")
         XCTAssertTrue(finding["typeName"] is NSNull)
         XCTAssertTrue(finding["stackTruncatedAt"] is NSNull, "a whole stack")
         let frames = try XCTUnwrap(finding["frames"] as? [[String: Any]])
@@ -369,9 +371,9 @@ final class TextReportTests: XCTestCase {
         XCTAssertTrue(text.contains("heapgen: bin (pid 7) killed by signal 9 (SIGKILL)"), text)
         XCTAssertTrue(text.contains("waited 3 times for heapgen, 1.5 ms"), text)
         XCTAssertTrue(text.contains("2 events lost"), text)
-        XCTAssertTrue(text.contains("Abandoned memory: 1 site kept growing across the judged cycles"), text)
+        XCTAssertTrue(text.contains("Abandoned memory: 1 site grew in every judged cycle"), text)
         XCTAssertTrue(text.contains("blocks from Model.init()  +1 object / +48 B per cycle"), text)
-        XCTAssertTrue(text.contains("per cycle: 1 | 1 1 1   grew in 3/3   surviving: 3 objects, 144 B"), text)
+        XCTAssertTrue(text.contains("per cycle: 1 | 1 1 1   grew in 3 of 3 judged cycles   surviving: 3 objects, 144 B"), text)
         XCTAssertTrue(text.contains("at Model.init() (src/main.swift:42)"), text)
         XCTAssertTrue(text.contains("SUMMARY: heapgen: 4,096 bytes live at exit in 34 allocations."), text)
         XCTAssertTrue(text.contains("  - a note"), text)
