@@ -115,7 +115,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeapGenHTMLTests",
-            dependencies: ["HeapGenHTML", "HeapGenReport", "HeapGenDiff", "HeapGenTestSupport"]
+            dependencies: ["HeapGenHTML", "HeapGenReport", "HeapGenDiff", "HeapGenAnalysis", "HeapGenTestSupport"]
         ),
         .testTarget(name: "HeapGenAnalysisTests", dependencies: ["HeapGenAnalysis", "HeapGenTrace"]),
         .testTarget(

@@ -14,11 +14,13 @@ import HeapGenReport
 /// buckets its points (see ``StaircaseChart``).
 public enum HTMLReport {
     /// Findings drawn with sparkline and stack (the rest are counted in a note).
-    public static let maxFindings = 300
+    public static let maxFindings = 120
     /// Rows of the generation table written (first half and last half).
-    public static let maxTableRows = 1000
-    /// Frames listed per stack.
-    static let maxFrames = 48
+    public static let maxTableRows = 400
+    /// Frames listed per stack: for the first ``fullStacks`` findings, then for the others.
+    static let maxFrames = 24
+    static let maxFramesAfter = 10
+    static let fullStacks = 30
     /// Cycles the icicle's cycle picker offers.
     static let maxPickableCycles = 200
 
@@ -120,7 +122,8 @@ public enum HTMLReport {
         out += "<label>sort <select id=\"sort-findings\"><option value=\"report\">report order</option><option value=\"bytes\">bytes per cycle</option><option value=\"surviving\">bytes left behind</option><option value=\"function\">function</option><option value=\"type\">type</option></select></label>"
         out += "<span id=\"finding-count\" class=\"loc\"></span></div><div id=\"finding-list\">"
         for (i, f) in report.findings.prefix(maxFindings).enumerated() {
-            out += finding(f, id: "finding-\(i + 1)", warmUp: report.options.warmUp)
+            out += finding(f, id: "finding-\(i + 1)", warmUp: report.options.warmUp,
+                           frames: i < fullStacks ? maxFrames : maxFramesAfter)
         }
         out += "</div>"
         if report.findings.count > maxFindings {
@@ -129,7 +132,7 @@ public enum HTMLReport {
         return out + "</section>"
     }
 
-    private static func finding(_ f: Report.Finding, id: String, warmUp: Int) -> String {
+    private static func finding(_ f: Report.Finding, id: String, warmUp: Int, frames limit: Int) -> String {
         let user = f.userFrame.flatMap { f.frames.indices.contains($0) ? $0 : nil } ?? (f.frames.isEmpty ? nil : 0)
         let frame = user.map { f.frames[$0] }
         let name = frame.map(HTMLText.frameName) ?? "unknown site"
@@ -152,19 +155,24 @@ public enum HTMLReport {
         }
         out += "</div>" + Sparkline.render(f.bytesSeries, warmUp: warmUp, kind: f.kind, unit: { HumanUnits.signedBytes($0) }) + "</div>"
         out += "<details\(f.kind == .cache ? "" : " open")><summary>stack (\(HumanUnits.plural(f.frames.count, "frame")))</summary>"
-        out += stack(f.frames, user: f.userFrame, id: id)
+        out += stack(f.frames, user: f.userFrame, id: id, limit: limit)
         out += "</details></article>"
         return out
     }
 
     /// A stack as an ordered list, innermost first, each frame with an anchor `ID-frame-K`.
-    static func stack(_ frames: [Report.Frame], user: Int?, id: String) -> String {
+    static func stack(_ frames: [Report.Frame], user: Int?, id: String, limit: Int = maxFramesAfter) -> String {
         var out = "<ol class=\"stack mono\" start=\"0\">"
-        for (k, fr) in frames.prefix(maxFrames).enumerated() {
+        for (k, fr) in frames.prefix(max(limit, (user ?? 0) + 1)).enumerated() {
             let lib = !OwnCode.isOwnCode(module: fr.module, function: fr.function, file: fr.file)
             let cls = k == user ? "user" : (lib ? "lib" : "")
             out += "<li id=\"\(id)-frame-\(k)\"\(cls.isEmpty ? "" : " class=\"\(cls)\"")>"
-            out += "<span title=\"\(HTMLText.escape(fr.function ?? ""))\">\(HTMLText.escape(HTMLText.frameName(fr)))</span>"
+            let name = HTMLText.frameName(fr)
+            if let full = fr.function, full != name {
+                out += "<span title=\"\(HTMLText.escape(full))\">\(HTMLText.escape(name))</span>"
+            } else {
+                out += HTMLText.escape(name)
+            }
             if fr.inlined { out += "<span class=\"inl\">inlined</span>" }
             var where_: [String] = []
             if let file = fr.file { where_.append(file + (fr.line.map { ":\($0)" } ?? "") + (fr.column.map { ":\($0)" } ?? "")) }
@@ -172,7 +180,8 @@ public enum HTMLReport {
             where_.append(Report.Frame.formatAddress(fr.address))
             out += "<span class=\"where\">\(HTMLText.escape(where_.joined(separator: " · ")))</span></li>"
         }
-        if frames.count > maxFrames { out += "<li class=\"lib\">… \(frames.count - maxFrames) more frames</li>" }
+        let shown = max(limit, (user ?? 0) + 1)
+        if frames.count > shown { out += "<li class=\"lib\">… \(frames.count - shown) more frames (the JSON report has them all)</li>" }
         return out + "</ol>"
     }
 
@@ -244,7 +253,7 @@ public enum HTMLReport {
             let user = s.frames.firstIndex { OwnCode.isOwnCode(module: $0.module, function: $0.function, file: $0.file) } ?? 0
             let frame = s.frames.indices.contains(user) ? s.frames[user] : nil
             out += "<tr id=\"\(id)\"><td data-v=\"\(s.bytes)\">\(HumanUnits.bytes(s.bytes))</td><td data-v=\"\(s.objects)\">\(HumanUnits.count(s.objects))</td>"
-            out += "<td class=\"l mono\"><details><summary>\(HTMLText.escape(frame.map(HTMLText.frameName) ?? "?"))</summary>\(stack(s.frames, user: frame == nil ? nil : user, id: id))</details></td>"
+            out += "<td class=\"l mono\"><details><summary>\(HTMLText.escape(frame.map(HTMLText.frameName) ?? "?"))</summary>\(stack(s.frames, user: frame == nil ? nil : user, id: id, limit: 8))</details></td>"
             out += "<td class=\"l mono\">\(HTMLText.escape(s.typeName ?? ""))</td><td class=\"l mono\">\(HTMLText.escape(frame.flatMap(HTMLText.location) ?? HTMLText.moduleName(frame?.module)))</td></tr>"
         }
         return out + "</tbody></table></section>"

@@ -32,8 +32,10 @@ struct Icicle {
 
     /// Levels drawn at most (deeper frames are summed into their ancestor).
     static let maxDepth = 40
-    /// Nodes narrower than this share of the root are not drawn (nor written to the JSON).
+    /// Nodes narrower than this share of the root are not drawn.
     static let minShare = 0.002
+    /// Nodes drawn at most in the static SVG (the widest; the script draws from the stacks).
+    static let maxStaticNodes = 1200
 
     /// One stack as added: for the script.
     struct Leaf {
@@ -77,7 +79,14 @@ struct Icicle {
         guard root.value > 0 else {
             return "<p class=\"empty\">Nothing to show: no bytes left behind.</p>"
         }
-        let min = UInt64(Double(root.value) * Self.minShare)
+        var values: [UInt64] = []
+        func collect(_ n: Node) { values.append(n.value); n.children.forEach(collect) }
+        collect(root)
+        var min = Swift.max(1, UInt64(Double(root.value) * Self.minShare))
+        if values.count > Self.maxStaticNodes {
+            values.sort(by: >)
+            min = Swift.max(min, values[Self.maxStaticNodes - 1] + 1)
+        }
         let levels = depth(root, min)
         let h = Double(levels) * rowHeight
         var out = "<svg class=\"icicle\" id=\"\(id)\" viewBox=\"0 0 \(HTMLText.num(width)) \(HTMLText.num(h))\" xmlns=\"http://www.w3.org/2000/svg\">"
@@ -109,20 +118,28 @@ struct Icicle {
     }
 
     /// The stacks as compact JSON for the page's script, which builds the same tree, zooms
-    /// and re-weighs it per cycle: `[{"f":[[name,location],…],"a":anchor,"w":bytes,"p":[bytes per cycle]}]`,
-    /// frames outermost first.
+    /// and re-weighs it per cycle: `{"leaves":[{"f":[frame index…],"a":anchor,"w":bytes,"p":[bytes per cycle]}],
+    /// "frames":[[name,location]…]}`, frames outermost first.
     func json() -> String {
-        var out = "["
+        // Frames as indices into a table of distinct [name, location] pairs: stacks share most frames.
+        var table: [String] = []
+        var index: [String: Int] = [:]
+        var out = "{\"leaves\":["
         for (i, leaf) in leaves.enumerated() {
             if i > 0 { out += "," }
-            out += "{\"f\":["
-            out += leaf.frames.map { "[\(HTMLText.jsonString($0.name)),\($0.location.map(HTMLText.jsonString) ?? "null")]" }
-                .joined(separator: ",")
-            out += "],\"a\":\(HTMLText.jsonString(leaf.anchor)),\"w\":\(leaf.bytes)"
+            let ids = leaf.frames.map { frame -> String in
+                let entry = "[\(HTMLText.jsonString(frame.name)),\(frame.location.map(HTMLText.jsonString) ?? "null")]"
+                if let k = index[entry] { return String(k) }
+                index[entry] = table.count
+                table.append(entry)
+                return String(table.count - 1)
+            }
+            out += "{\"f\":[" + ids.joined(separator: ",") + "],\"a\":\(HTMLText.jsonString(leaf.anchor)),\"w\":\(leaf.bytes)"
             if !leaf.perCycle.isEmpty { out += ",\"p\":[" + leaf.perCycle.map(String.init).joined(separator: ",") + "]" }
             out += "}"
         }
-        return HTMLText.scriptSafe(out + "]")
+        out += "],\"frames\":[" + table.joined(separator: ",") + "]}"
+        return HTMLText.scriptSafe(out)
     }
 }
 

@@ -51,7 +51,7 @@ enum PageAssets {
     .fn{font-weight:600;font-size:15px}.loc,.type{color:var(--mute)}
     .fbody{display:flex;gap:18px;align-items:center;flex-wrap:wrap;margin:6px 0}
     .nums{flex:1;min-width:300px;color:#343a40}.nums b{color:var(--ink)}
-    .spark{width:260px;height:54px;flex:none}.spark .bar{fill:#ffa94d}.spark .bar.warm{fill:#ced4da}.spark .bar.neg{fill:#74c0fc}
+    .spark{width:260px;height:54px;flex:none}.spark .bar{fill:#ffa94d}.spark .bar.warm{fill:#ced4da}.spark .bar.neg{fill:#74c0fc}.spark-cache .bar{fill:#a5d8ff}
     .spark .run{fill:none;stroke:#d9480f;stroke-width:1.8}.spark-cache .run{stroke:#1c7ed6}.spark-cache .bar{fill:#a5d8ff}.spark-leaked .run{stroke:#9c36b5}
     .spark .base{stroke:#adb5bd}
     details summary{cursor:pointer;color:#1864ab;font-size:13px}
@@ -125,12 +125,12 @@ enum PageAssets {
     });
     // Icicles: rebuild from the stacks, zoom on click, re-weigh per cycle.
     var NS='http://www.w3.org/2000/svg';
-    function build(leaves,cycle,rootName){
-      var root={n:rootName,v:0,c:{},k:[]};
+    function build(leaves,frames,cycle,rootName){
+      var root={n:rootName,v:0,c:Object.create(null),k:[]};
       leaves.forEach(function(leaf){
         var w=cycle<0?leaf.w:Math.max(0,(leaf.p||[])[cycle]||0);if(!w)return;
         root.v+=w;var node=root;
-        leaf.f.forEach(function(fr){var c=node.c[fr[0]];if(!c){c=node.c[fr[0]]={n:fr[0],l:fr[1],v:0,c:{},k:[],up:node,a:leaf.a};node.k.push(c)}c.v+=w;node=c;});
+        leaf.f.forEach(function(ix){var fr=frames[ix],c=node.c[fr[0]];if(!c){c=node.c[fr[0]]={n:fr[0],l:fr[1],v:0,c:Object.create(null),k:[],up:node,a:leaf.a};node.k.push(c)}c.v+=w;node=c;});
       });
       return root;
     }
@@ -138,11 +138,12 @@ enum PageAssets {
     function hue(s){var h=2166136261;for(var i=0;i<s.length;i++){h=Math.imul(h^s.charCodeAt(i),16777619)>>>0}return 'h'+((h%1000003)%6)}
     [].forEach.call(document.querySelectorAll('.flame'),function(box){
       var data=document.getElementById(box.dataset.src);if(!data)return;
-      var leaves=JSON.parse(data.textContent),svgOld=box.querySelector('svg.icicle'),info=box.querySelector('.flame-info'),pick=box.querySelector('select.cycle');
+      var parsed=JSON.parse(data.textContent),leaves=parsed.leaves,frameTable=parsed.frames,svgOld=box.querySelector('svg.icicle'),info=box.querySelector('.flame-info'),pick=box.querySelector('select.cycle');
       var shrink=box.classList.contains('shrink-box');var W=980,H=20,focus=null,tree=null;
       function draw(){
         var root=tree,f=focus||root,chain=[];for(var a=f;a&&a!==root;a=a.up)chain.unshift(a);
-        var min=f.v*0.002;
+        var min=f.v*0.002,vals=[];(function col(n){vals.push(n.v);n.k.forEach(col)})(f);
+        if(vals.length>1500){vals.sort(function(a,b){return b-a});min=Math.max(min,vals[1499]+1e-9)}
         function depth(n){var d=0;n.k.forEach(function(c){if(c.v>=min)d=Math.max(d,depth(c))});return d+1}
         var levels=chain.length+depth(f);
         var svg=document.createElementNS(NS,'svg');svg.setAttribute('class','icicle'+(shrink?' shrink':''));svg.setAttribute('viewBox','0 0 '+W+' '+Math.max(H,levels*H));
@@ -164,7 +165,7 @@ enum PageAssets {
       function show(n){if(!info)return;info.textContent='';info.appendChild(document.createTextNode(n.n+(n.l?' — '+n.l:'')+' — '+fmtBytes(n.v)+' '));
         if(n.a){var a=document.createElement('a');a.href='#'+n.a;a.textContent='→ finding';info.appendChild(a)}
         info.appendChild(document.createTextNode(focus?'  (click the top bar to zoom out)':'  (click to zoom)'));}
-      function rebuild(){tree=build(leaves,pick?Number(pick.value):-1,box.dataset.root||'all');focus=null;if(!tree.v){if(info)info.textContent='Nothing left behind in this cycle.';}draw()}
+      function rebuild(){tree=build(leaves,frameTable,pick?Number(pick.value):-1,box.dataset.root||'all');focus=null;if(!tree.v){if(info)info.textContent='Nothing left behind in this cycle.';}draw()}
       if(pick)pick.addEventListener('change',rebuild);
       rebuild();
     });

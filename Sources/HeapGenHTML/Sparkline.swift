@@ -7,7 +7,7 @@ import HeapGenReport
 /// total as a step line, so an abandoned site draws a staircase and a cache a plateau.
 /// More than ``maxBars`` cycles are summed into buckets.
 enum Sparkline {
-    static let maxBars = 120
+    static let maxBars = 60
     static let width = 260.0
     static let height = 54.0
 
@@ -38,16 +38,24 @@ enum Sparkline {
         let w = width / Double(bars.count)
         let mid = height - 4.0
         let barH = height * 0.45
+        // Bars as one path per class (warm-up, growth, shrink): a few hundred bytes per sparkline.
+        var paths = ["bar warm": "", "bar": "", "bar neg": ""]
         for (k, b) in bars.enumerated() where b.value != 0 {
             let h = max(1, barH * Double(abs(b.value)) / Double(barMax))
             let cls = b.first < warmUp ? "bar warm" : (b.value < 0 ? "bar neg" : "bar")
-            out += "<rect class=\"\(cls)\" x=\"\(HTMLText.num(Double(k) * w + w * 0.15))\" y=\"\(HTMLText.num(mid - h))\" width=\"\(HTMLText.num(max(0.6, w * 0.7)))\" height=\"\(HTMLText.num(h))\"/>"
+            paths[cls, default: ""] += "M\(HTMLText.num(Double(k) * w + w * 0.15)) \(HTMLText.num(mid))v-\(HTMLText.num(h))h\(HTMLText.num(max(0.6, w * 0.7)))v\(HTMLText.num(h))z"
+        }
+        for cls in ["bar warm", "bar", "bar neg"] where !(paths[cls] ?? "").isEmpty {
+            out += "<path class=\"\(cls)\" d=\"\(paths[cls]!)\"/>"
         }
         // Running total: a step line from 0.
         var d = "M0 \(HTMLText.num(mid))"
+        var lastY = mid
         for (k, r) in running.enumerated() {
             let y = mid - (height - 10) * Double(max(0, r)) / Double(runMax)
-            d += " L\(HTMLText.num(Double(k) * w)) \(HTMLText.num(y)) L\(HTMLText.num(Double(k + 1) * w)) \(HTMLText.num(y))"
+            if y != lastY { d += "V\(HTMLText.num(y))" }
+            d += "H\(HTMLText.num(Double(k + 1) * w))"
+            lastY = y
         }
         out += "<path class=\"run\" d=\"\(d)\"/>"
         out += "<line class=\"base\" x1=\"0\" x2=\"\(HTMLText.num(width))\" y1=\"\(HTMLText.num(mid))\" y2=\"\(HTMLText.num(mid))\"/>"

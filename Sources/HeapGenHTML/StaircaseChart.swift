@@ -51,7 +51,10 @@ struct StaircaseChart {
             let shownLabel = i % labelEvery == 0 || i == n - 1
             guard shownLabel || i % markStride == 0 else { continue }
             let px = HTMLText.num(x(i + 1))
-            out += "<g class=\"mark\" data-generation=\"\(g.index)\"><title>mark #\(i) \u{201C}\(HTMLText.escape(label))\u{201D}: closes generation \(g.index); live \(HumanUnits.bytes(g.liveBytes)), \(HumanUnits.count(g.liveObjects)) objects</title>"
+            out += "<g class=\"mark\">"
+            if shownLabel {
+                out += "<title>mark #\(i) \u{201C}\(HTMLText.escape(label))\u{201D}: closes generation \(g.index); live \(HumanUnits.bytes(g.liveBytes)), \(HumanUnits.count(g.liveObjects)) objects</title>"
+            }
             out += "<line x1=\"\(px)\" x2=\"\(px)\" y1=\"\(HTMLText.num(top))\" y2=\"\(HTMLText.num(top + plotH))\"/>"
             if shownLabel {
                 let ly = top + plotH + 10

@@ -115,7 +115,19 @@ enum DOM {
     /// URLs the page would load: `src`/`href`/`url(`/`@import` pointing at a network or
     /// protocol-relative address (an SVG's `xmlns` is a name, not a load).
     static func externalReferences(_ text: String) -> [String] {
-        captures(#"((?:src|href|action|poster|data)\s*=\s*["']?\s*(?:https?:|//|ftp:|wss?:)[^"'\s>]*|url\(\s*["']?\s*(?:https?:|//)[^)]*\)|@import[^;]*)"#,
-                 in: text)
+        let loading: Set<String> = ["src", "href", "xlink:href", "action", "poster", "data", "srcset", "formaction"]
+        var found: [String] = []
+        // Attributes tag by tag: a quoted value is consumed whole, so text inside it is never an attribute.
+        for tag in captures(#"(<[a-zA-Z][^>]*>)"#, in: text) {
+            let names = captures(#"\s([a-zA-Z:-]+)\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+)"#, in: tag)
+            let values = captures(#"\s[a-zA-Z:-]+\s*=\s*("[^"]*"|'[^']*'|[^\s>]+)"#, in: tag)
+            for (name, value) in zip(names, values) where loading.contains(name.lowercased()) {
+                let v = value.trimmingCharacters(in: CharacterSet(charactersIn: "\"' ")).lowercased()
+                if v.hasPrefix("http:") || v.hasPrefix("https:") || v.hasPrefix("//") || v.hasPrefix("ftp:") || v.hasPrefix("ws:") || v.hasPrefix("wss:") {
+                    found.append("\(name)=\(value)")
+                }
+            }
+        }
+        return found + captures(#"(url\(\s*["']?\s*(?:https?:|//)[^)]*\)|@import\s[^;]*)"#, in: text)
     }
 }
