@@ -115,6 +115,14 @@ final class HTMLPageTests: XCTestCase {
         // The generation table: a row per generation.
         let rows = DOM.captures(#"<tr[^>]*><td data-v="(\d+)">\d+</td><td class="l mono">"#, in: p.dom)
         XCTAssertEqual(rows, (0..<10).map(String.init))
+        // A click on "main" zooms: main and leak_session fill the width, the ancestors are ghosts.
+        let zoomed = (p.file as NSString).deletingLastPathComponent + "/zoomed.html"
+        let click = "<script>var g=[].find.call(document.querySelectorAll('#flame svg.icicle g.node'),function(g){var t=g.querySelector('text');return t&&t.textContent==='main'});g.dispatchEvent(new MouseEvent('click'));</script></body>"
+        try p.html.replacingOccurrences(of: "</body>", with: click).write(toFile: zoomed, atomically: true, encoding: .utf8)
+        let zoomDOM = DOM.element(id: "flame", tag: "section", in: try Browser.dom(zoomed)) ?? ""
+        XCTAssertTrue(zoomDOM.contains(#"<rect x="0" y="80" width="979.5" height="19" class="h"#), "main fills the width:\n\(zoomDOM)")
+        XCTAssertTrue(zoomDOM.contains(#"<rect x="0" y="0" width="979.5" height="19" class="root ghost">"#), "the root is a ghost")
+        XCTAssertTrue(zoomDOM.contains("(click the top bar to zoom out)"))
         // Without JavaScript the static icicle is in the file.
         XCTAssertTrue(p.html.contains("id=\"flame-svg\"") && p.html.contains(">leak_session<"))
     }
