@@ -25,7 +25,7 @@ enum PageAssets {
     .staircase .judged-edge{stroke:var(--abandoned);stroke-width:3}
     .staircase .window-label{fill:var(--mute);font-size:11.5px;font-weight:600}.staircase .judged-label{fill:#a23b06}
     .staircase .mark line{stroke:#adb5bd;stroke-dasharray:3 3}.staircase .mark-label{fill:#495057;font-size:10.5px}
-    .staircase .mark:hover line{stroke:#495057;stroke-dasharray:none}
+    .staircase .mark:hover line{stroke:#495057;stroke-dasharray:none}.staircase .dense .mark line{stroke:#adb5bd;stroke-opacity:.15;stroke-dasharray:none}.staircase .dense .mark-label{font-size:10px}
     .staircase .area{fill:#ff922b;fill-opacity:.18}.staircase .line{fill:none;stroke:#e8590c;stroke-width:2.4;stroke-linejoin:round}
     .staircase .dot{fill:#fff;stroke:#e8590c;stroke-width:2}
     .staircase .series-objects .area{fill:#4dabf7}.staircase .series-objects .line{stroke:#1c7ed6}.staircase .series-objects .dot{stroke:#1c7ed6}

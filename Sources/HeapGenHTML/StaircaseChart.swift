@@ -8,7 +8,7 @@ import HeapGenReport
 /// so generation g spans points g to g+1.
 struct StaircaseChart {
     /// Above this many generations labels are thinned (each mark keeps a tick and a tooltip).
-    static let maxLabels = 60
+    static let maxLabels = 30
     /// Above this many generations the points are bucketed: each bucket keeps its highest value.
     static let maxPoints = 1500
 
@@ -45,7 +45,7 @@ struct StaircaseChart {
         // Marks: a vertical line at every closing mark, labelled (thinned when there are many).
         let labelEvery = max(1, (n + Self.maxLabels - 1) / Self.maxLabels)
         let markStride = n > Self.maxPoints ? (n + Self.maxPoints - 1) / Self.maxPoints : 1
-        out += "<g class=\"marks\">"
+        out += "<g class=\"marks\(n > 80 ? " dense" : "")\">"
         for (i, g) in gens.enumerated() {
             guard let label = g.label else { continue }
             let shownLabel = i % labelEvery == 0 || i == n - 1
