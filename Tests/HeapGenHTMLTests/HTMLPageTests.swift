@@ -172,6 +172,33 @@ final class HTMLPageTests: XCTestCase {
         XCTAssertTrue(p.dom.contains("leak scan: 6 unreachable blocks (384 B) of 12 live at exit."), "notes are shown")
     }
 
+    /// A Swift program: the findings carry Swift types, filterable by type, shown with their stacks.
+    func testSwiftTypes() throws {
+        let exe = try FixtureCompiler.swiftWithHeapGen("SwiftTypes", in: Self.gateFixtures, module: "GateFixture")
+        let p = try page(exe, [])
+        try checkCommon(p)
+        let types = DOM.captures(#"<article class="finding kind-abandoned" id="finding-\d+" data-kind="abandoned" data-module="[^"]*" data-type="([^"]*)""#, in: p.dom)
+        XCTAssertEqual(Set(types), ["GateFixture.Session", "GateFixture.Token"], p.findings.map(Page.function).description)
+        XCTAssertTrue(p.dom.contains("<span class=\"type mono\">GateFixture.Session</span>"))
+        XCTAssertTrue(p.dom.contains("Fixtures/SwiftTypes/main.swift:"), "Swift file:line in the stacks")
+        // The type filter (the script's): typing "Token" hides the Session finding.
+        let filtered = (p.file as NSString).deletingLastPathComponent + "/filtered.html"
+        let typing = "<script>var t=document.getElementById('text-filter');t.value='Token';t.dispatchEvent(new Event('input'));</script></body>"
+        try p.html.replacingOccurrences(of: "</body>", with: typing).write(toFile: filtered, atomically: true, encoding: .utf8)
+        let dom = try Browser.dom(filtered)
+        let shown = DOM.captures(#"<article class="finding[^"]*" id="finding-\d+" [^>]*data-type="([^"]*)"[^>]*>"#, in: dom)
+        let visible = DOM.captures(#"<article class="finding[^"]*" id="finding-\d+" [^>]*data-type="([^"]*)"[^>]*"\d+">"#, in: dom)
+        XCTAssertEqual(shown.count, p.findings.count)
+        // The filter matches type or function: Token's objects, and blocks allocated in issueToken.
+        let expected = p.findings.filter { f in
+            ((f["typeName"] as? String ?? "") + " " + Page.function(f)).lowercased().contains("token")
+        }.map { $0["typeName"] as? String ?? "" }
+        XCTAssertTrue(expected.contains("GateFixture.Token"))
+        XCTAssertFalse(expected.contains("GateFixture.Session"))
+        XCTAssertEqual(visible, expected, "only Token's findings are still shown: \(shown)")
+        XCTAssertTrue(dom.contains("\(expected.count) of \(p.findings.count) shown"))
+    }
+
     /// `heapgen run --html` writes the page next to the JSON report; `diff --format html` draws the diff.
     func testRunHTMLAndDiff() throws {
         let exe = try FixtureCompiler.build("gate.c", in: Self.gateFixtures)
