@@ -69,6 +69,8 @@ let package = Package(
             name: "HeapGenDiff",
             dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenReport"]
         ),
+        // heapgen-report/1 and heapgen-diff/1 as one self-contained HTML page (chart, findings, icicles).
+        .target(name: "HeapGenHTML", dependencies: ["HeapGenAnalysis", "HeapGenReport", "HeapGenDiff"]),
         .target(
             name: "HeapGenExport",
             dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenReport", "HeapGenDiff", "CZlib"]
@@ -85,7 +87,7 @@ let package = Package(
             name: "heapgen",
             dependencies: [
                 "HeapGenRecord", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport",
-                "HeapGenDiff", "HeapGenExport", "HeapGenGate",
+                "HeapGenDiff", "HeapGenExport", "HeapGenGate", "HeapGenHTML",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -112,6 +114,10 @@ let package = Package(
             name: "HeapGenTestingTests",
             dependencies: ["HeapGenTesting", "HeapGen", "HeapGenTestSupport"],
             exclude: ["Fixtures"]
+        ),
+        .testTarget(
+            name: "HeapGenHTMLTests",
+            dependencies: ["HeapGenHTML", "HeapGenReport", "HeapGenDiff", "HeapGenAnalysis", "HeapGenTestSupport"]
         ),
         .testTarget(name: "HeapGenAnalysisTests", dependencies: ["HeapGenAnalysis", "HeapGenTrace"]),
         .testTarget(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import HeapGenDiff
+import HeapGenHTML
 import HeapGenRecord
 import HeapGenReport
 
@@ -28,7 +29,7 @@ struct DiffCommand: ParsableCommand {
     )
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
-        case text, json
+        case text, json, html
     }
 
     @Argument(help: ArgumentHelp("One trace (with --from and --to), or a base trace and a new trace.",
@@ -55,7 +56,7 @@ struct DiffCommand: ParsableCommand {
         "Sites listed, largest change first: 20 in text, all in JSON unless given; 0 = all.", valueName: "n"))
     var limit: Int?
 
-    @Option(name: .long, help: "Output format: text or json (heapgen-diff/1, see docs/diff-schema.md).")
+    @Option(name: .long, help: "Output format: text, json (heapgen-diff/1, see docs/diff-schema.md) or html (one self-contained page).")
     var format: Format = .text
 
     @Option(name: .long, help: ArgumentHelp(
@@ -119,6 +120,9 @@ struct DiffCommand: ParsableCommand {
                 standardError("heapgen: cannot encode the diff: \(error)\n")
                 throw ExitCode(ExitCodes.heapgenFailed)
             }
+        case .html:
+            if let limit, limit > 0 { diff.entries = Array(diff.entries.prefix(limit)) }
+            text = HTMLDiff.render(diff)
         }
         try OutputFile.emit(text, to: output, what: "diff")
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import HeapGenAnalysis
+import HeapGenHTML
 import HeapGenRecord
 import HeapGenReport
 import HeapGenSymbolication
@@ -10,11 +11,15 @@ import Glibc
 /// The options `report` and `run` share: how to judge growth and where the report goes.
 struct ReportOptions: ParsableArguments {
     enum Format: String, ExpressibleByArgument, CaseIterable {
-        case text, json
+        case text, json, html
     }
 
-    @Option(name: .long, help: "Report format: text (one screen) or json (heapgen-report/1, see docs/report-schema.md).")
+    @Option(name: .long, help: "Report format: text (one screen), json (heapgen-report/1, see docs/report-schema.md) or html (one self-contained page).")
     var format: Format = .text
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Also write the report as one self-contained HTML page to this file (created owner-only).", valueName: "path"))
+    var html: String?
 
     @Option(name: .long, help: ArgumentHelp(
         "Write the report to this file (created owner-only) instead of standard output.", valueName: "path"))
@@ -48,6 +53,7 @@ struct ReportOptions: ParsableArguments {
         if warmUp < 0 { throw ValidationError("--warm-up takes a number of cycles, 0 or more.") }
         if tolerate < 0 { throw ValidationError("--tolerate takes a number of cycles, 0 or more.") }
         if let output, output.isEmpty { throw ValidationError("--output needs a file name.") }
+        if let html, html.isEmpty { throw ValidationError("--html needs a file name.") }
     }
 
     /// The analysis settings these options ask for.
@@ -82,6 +88,9 @@ struct ReportOptions: ParsableArguments {
     /// first, with a note naming the others.
     func emit(_ reports: [Report]) throws {
         guard var first = reports.first else { return }
+        if let html {
+            try OutputFile.emit(HTMLReport.render(Self.withOthersNoted(reports)), to: html, what: "HTML report")
+        }
         let text: String
         switch format {
         case .text:
@@ -98,7 +107,19 @@ struct ReportOptions: ParsableArguments {
                 standardError("heapgen: cannot encode the report: \(error)\n")
                 throw ExitCode(ExitCodes.heapgenFailed)
             }
+        case .html:
+            text = HTMLReport.render(Self.withOthersNoted(reports))
         }
         try OutputFile.emit(text, to: output, what: "report")
+    }
+
+    /// The first report, with a note naming the other traces' reports (HTML shows one trace).
+    static func withOthersNoted(_ reports: [Report]) -> Report {
+        var first = reports[0]
+        let others = reports.dropFirst().map(\.trace)
+        if !others.isEmpty {
+            first.notes.append("\(others.count) more trace\(others.count == 1 ? " has" : "s have") generation marks and a report of \(others.count == 1 ? "its" : "their") own (heapgen report TRACE --format html): \(others.joined(separator: ", "))")
+        }
+        return first
     }
 }

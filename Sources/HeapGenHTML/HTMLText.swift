@@ -1,0 +1,72 @@
+// Escaping and number formatting shared by the HTML renderers.
+
+import HeapGenReport
+
+/// Text helpers for building HTML by hand: escaping, compact numbers, frame names.
+enum HTMLText {
+    /// `text` with `& < > " '` escaped, safe in element content and quoted attributes.
+    static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for c in text.unicodeScalars {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out
+    }
+
+    /// A coordinate with at most one decimal (SVG stays small).
+    static func num(_ v: Double) -> String {
+        let r = (v * 10).rounded() / 10
+        if r == r.rounded() { return String(Int(r)) }
+        return String(r)
+    }
+
+    /// The name a frame is shown under: short Swift name, else the function, else the address.
+    static func frameName(_ frame: Report.Frame) -> String {
+        frame.shortFunction ?? frame.function ?? Report.Frame.formatAddress(frame.address)
+    }
+
+    /// `file.c:12` (file name only), or nil without a file.
+    static func location(_ frame: Report.Frame) -> String? {
+        guard let file = frame.file else { return nil }
+        let name = file.split(separator: "/").last.map(String.init) ?? file
+        return frame.line.map { "\(name):\($0)" } ?? name
+    }
+
+    /// The last path component of a module, or `?`.
+    static func moduleName(_ path: String?) -> String {
+        guard let path else { return "?" }
+        return path.split(separator: "/").last.map(String.init) ?? path
+    }
+
+    /// Characters safe inside a `<script type="application/json">` element: `<` escaped so
+    /// no `</script>` can end it early.
+    static func scriptSafe(_ json: String) -> String {
+        json.replacing("<", with: "\\u003c")
+    }
+
+    /// A JSON string literal.
+    static func jsonString(_ s: String) -> String {
+        var out = "\""
+        for c in s.unicodeScalars {
+            switch c {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if c.value < 0x20 { out += "\\u00" + (c.value < 16 ? "0" : "") + String(c.value, radix: 16) }
+                else { out.unicodeScalars.append(c) }
+            }
+        }
+        return out + "\""
+    }
+}
