@@ -308,6 +308,44 @@ public final class TraceWriter {
         } while start < sorted.count
     }
 
+    /// Appends `symbols` records (minor version 3) for one module, after every other record
+    /// but `end`: the pending chunk is flushed first, so the symbols start a chunk of their
+    /// own, and a long list is split into several records. After this, append only more
+    /// symbols and then ``finish(_:)``.
+    public func appendSymbols(_ record: SymbolsRecord) {
+        guard writable else { return }
+        flushPending()
+        for bytes in Self.symbolRecords(record) {
+            reserve(bytes.count)
+            bytes.withUnsafeBufferPointer { (buffer + position).update(from: $0.baseAddress!, count: $0.count) }
+            position &+= bytes.count
+            endLargeRecord()
+        }
+    }
+
+    /// `record` encoded as one or more records, each well under the chunk limit.
+    static func symbolRecords(_ record: SymbolsRecord) -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        var pending = record.entries[...]
+        let limit = TraceFormat.maxChunkPayload / 4
+        while !pending.isEmpty || out.isEmpty {
+            var n = min(pending.count, SymbolsRecord.maxEntries)
+            while true {
+                var part = record
+                part.entries = Array(pending.prefix(n))
+                let bytes = part.encoded()
+                if bytes.count <= limit || n <= 1 {
+                    out.append(bytes)
+                    break
+                }
+                n /= 2
+            }
+            pending = pending.dropFirst(n)
+            if pending.isEmpty { break }
+        }
+        return out
+    }
+
     /// Writes the pending chunk.
     ///
     /// - Throws: ``TraceError`` (`.io`): this write's error, or the earlier ``failure``.
@@ -325,6 +363,9 @@ public final class TraceWriter {
             throw failure ?? TraceError(.io, "trace already finished", file: path)
         }
         if writable {
+            // The end record gets a chunk of its own, so that stored symbols can be added to a
+            // finished trace by rewriting only that chunk (``TraceSymbolAppender``).
+            flushPending()
             let p = buffer
             var i = position
             p[i] = RecordTag.end
