@@ -97,7 +97,7 @@ public final class Recorder {
         var finished = loop.finished
         var symbols: TraceSymbolStore.Outcome?
         if options.storeSymbols {
-            let outcome = TraceSymbolStore.store(in: finished.filter { $0.failure == nil }.map(\.path))
+            let outcome = TraceSymbolStore.store(in: finished)
             for i in finished.indices { if let size = outcome.sizes[finished[i].path] { finished[i].bytes = size } }
             for failure in outcome.failures {
                 printDiagnostic("warning: \(failure.path): symbols not stored in the trace (reports will symbolicate from the binaries): \(failure.reason)")

@@ -25,6 +25,10 @@ struct FinishedTrace {
     var stoppedEarly: String?
     /// Some shim counter was out of range and was dropped before it was written.
     var droppedCounters = false
+    /// With ``RecordOptions/storeSymbols``: the trace's distinct frame addresses and its
+    /// modules, symbolicated once the recording is over (``TraceSymbolStore``).
+    var frameAddresses: Set<UInt64> = []
+    var modules: [ModuleRecord] = []
 }
 
 /// The collector proper, on one thread: accepts connections and their
@@ -512,6 +516,7 @@ final class RecordingLoop {
             return
         }
         usedPaths.insert(path)
+        writer.keepsSymbolInputs = options.storeSymbols
         let seg = Segment(raw: raw, origin: origin, image: image, path: path, writer: writer)
         seg.sequence = acceptedCount
         // --leaks: know every block from the first allocation on, for the scan at exit.
@@ -699,7 +704,8 @@ final class RecordingLoop {
                                           "process \(seg.pid) wrote over its recording segment (\($0)): recording stopped "
                                               + "after \(HumanUnits.count(seg.writer.eventCount)) events; the program ran on untraced"
                                       },
-                                      droppedCounters: seg.droppedCounters))
+                                      droppedCounters: seg.droppedCounters,
+                                      frameAddresses: seg.writer.frameAddresses, modules: seg.writer.modules))
         entry.segment = nil
         live.removeAll { $0 === seg }
     }

@@ -6,9 +6,10 @@ import HeapGenTrace
 /// were rebuilt or on another machine.
 ///
 /// Runs after the recording loop returned (never while a program is being drained): every
-/// distinct frame address of a trace, in every module of its module map that holds it, is
-/// looked up once (one symbolizer, one batch per trace), and the records are added before
-/// the trace's `end` record by ``TraceSymbolAppender``. A trace that cannot be read or
+/// distinct frame address of a trace (kept by its writer as it defined the stacks, so the
+/// trace is not read again), in every module of its module map that holds it, is looked up
+/// once (one symbolizer, one batch per trace), and the records are added before the
+/// trace's `end` record by ``TraceSymbolAppender``. A trace that cannot be read or
 /// changed keeps working without stored symbols: reports then symbolicate from the files.
 enum TraceSymbolStore {
     struct Outcome {
@@ -21,17 +22,17 @@ enum TraceSymbolStore {
         var nanoseconds: UInt64 = 0
     }
 
-    static func store(in paths: [String], symbolizer: Symbolizer = Symbolizer()) -> Outcome {
+    static func store(in traces: [FinishedTrace], symbolizer: Symbolizer = Symbolizer()) -> Outcome {
         let start = monotonicNanoseconds()
         var outcome = Outcome()
-        for path in paths {
+        for trace in traces where trace.failure == nil {
             do {
-                let records = try symbols(ofTrace: path, symbolizer: symbolizer)
+                let records = symbols(addresses: trace.frameAddresses, modules: trace.modules, symbolizer: symbolizer)
                 guard !records.isEmpty else { continue }
-                outcome.sizes[path] = try TraceSymbolAppender.append(records, to: path)
+                outcome.sizes[trace.path] = try TraceSymbolAppender.append(records, to: trace.path)
                 outcome.addresses += records.reduce(0) { $0 + $1.entries.count }
             } catch {
-                outcome.failures.append((path, "\(error)"))
+                outcome.failures.append((trace.path, "\(error)"))
             }
         }
         outcome.nanoseconds = monotonicNanoseconds() - start
@@ -44,22 +45,15 @@ enum TraceSymbolStore {
         var loadBias: UInt64
     }
 
-    /// The symbols records of the trace at `path`: one per module with resolved addresses.
-    static func symbols(ofTrace path: String, symbolizer: Symbolizer) throws -> [SymbolsRecord] {
-        var reader = try TraceReader(path: path, strict: true)
-        var addresses = Set<UInt64>()
+    /// The symbols records for `addresses` (a trace's distinct frame addresses) in `modules`
+    /// (its module loads, in order): one per module with resolved addresses.
+    static func symbols(addresses: Set<UInt64>, modules moduleLoads: [ModuleRecord],
+                        symbolizer: Symbolizer) -> [SymbolsRecord] {
         var modules: [ModuleKey: ModuleRecord] = [:]
         var order: [ModuleKey] = []
-        try reader.forEach { record in
-            switch record {
-            case let .stack(_, frames):
-                for f in frames where f != 0 { addresses.insert(f) }
-            case let .moduleLoad(m):
-                let key = ModuleKey(path: m.path, buildID: m.buildID, loadBias: m.loadBias)
-                if modules.updateValue(m, forKey: key) == nil { order.append(key) }
-            default:
-                break
-            }
+        for m in moduleLoads {
+            let key = ModuleKey(path: m.path, buildID: m.buildID, loadBias: m.loadBias)
+            if modules.updateValue(m, forKey: key) == nil { order.append(key) }
         }
         guard !addresses.isEmpty else { return [] }
         let sorted = addresses.sorted()

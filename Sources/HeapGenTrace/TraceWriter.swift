@@ -36,6 +36,16 @@ public final class TraceWriter {
     /// Payload bytes encoded but not yet written.
     public var pendingBytes: Int { position - TraceFormat.chunkHeaderSize }
 
+    /// When true, the writer keeps every distinct frame address of the stacks it defines
+    /// (``frameAddresses``) and every module it records (``modules``): what the collector
+    /// symbolicates at the end of a recording to store the trace's symbols, without reading
+    /// the trace again. Off by default.
+    public var keepsSymbolInputs = false
+    /// Distinct non-zero frame addresses of the stacks defined so far (with ``keepsSymbolInputs``).
+    public private(set) var frameAddresses = Set<UInt64>()
+    /// Modules recorded so far, in order (with ``keepsSymbolInputs``).
+    public private(set) var modules: [ModuleRecord] = []
+
     // Private storage behind the public counters: private stored properties let the
     // compiler prove exclusive access statically (no swift_beginAccess per event).
     private var events: UInt64 = 0
@@ -173,6 +183,9 @@ public final class TraceWriter {
     public func defineStack(id: UInt32, frames: UnsafeBufferPointer<UInt64>) {
         guard writable, id != 0 else { return }
         let count = min(frames.count, TraceFormat.maxFrames)
+        if keepsSymbolInputs {
+            for k in 0..<count where frames[k] != 0 { frameAddresses.insert(frames[k]) }
+        }
         reserve(1 + 2 * Varint.maxBytes + max(count, 1) * Varint.maxBytes)
         let p = buffer
         var i = position
@@ -216,6 +229,7 @@ public final class TraceWriter {
     /// Appends a `moduleLoad` record (at most 64 segments; path and build ID cut to 64 KiB).
     public func moduleLoad(_ module: ModuleRecord) {
         guard writable else { return }
+        if keepsSymbolInputs { modules.append(module) }
         let segments = module.segments.prefix(TraceFormat.maxSegments)
         let buildIDCount = min(module.buildID.count, TraceFormat.maxStringBytes)
         reserve(1 + 4 * Varint.maxBytes + Self.cappedCount(module.path) + buildIDCount + segments.count * 3 * Varint.maxBytes)

@@ -33,6 +33,12 @@ final class TimedMarkTests: XCTestCase {
                 }
             }
             guard let origin else { return XCTFail("\(path): no process record") }
+            // Every image's trace stores its own symbols, the exec'd and the forked one too.
+            if origin != .root {
+                let stored = try TraceReader(path: path).storedSymbols()
+                let names = Set(stored.flatMap { $0.entries.flatMap { $0.frames.compactMap(\.function) } })
+                XCTAssertTrue(names.contains("busy"), "\(origin): stored symbols name busy: \(names.sorted().prefix(20))")
+            }
             XCTAssertNil(byOrigin[origin], "one trace per origin: \(rec.allTraces)")
             byOrigin[origin] = marks
         }
@@ -40,7 +46,7 @@ final class TimedMarkTests: XCTestCase {
         for origin in [ProcessOrigin.exec, .fork] {
             let marks = byOrigin[origin] ?? []
             XCTAssertGreaterThanOrEqual(marks.count, origin == .exec ? 8 : 4, "\(origin): \(marks)")
-            XCTAssertLessThanOrEqual(marks.count, origin == .exec ? 16 : 10, "\(origin): \(marks)")
+            XCTAssertLessThanOrEqual(marks.count, origin == .exec ? 30 : 20, "\(origin): \(marks)")   // a loaded machine runs slower
             XCTAssertTrue(marks.allSatisfy { $0.origin == .timer }, "\(origin): \(marks)")
             let ticks = marks.compactMap { m -> Int? in
                 guard m.label.hasPrefix("every 100.0 ms #") else { return nil }
