@@ -58,7 +58,8 @@ let package = Package(
         // Generations, per-site growth, abandoned / cache / leaked findings.
         .target(name: "HeapGenAnalysis", dependencies: ["HeapGenTrace"]),
         // Addresses to functions, files and lines; Swift and C++ demangling.
-        .target(name: "HeapGenSymbolication"),
+        // (HeapGenTrace: the symbols a trace stores, consulted before any symbolizer.)
+        .target(name: "HeapGenSymbolication", dependencies: ["HeapGenTrace"]),
         // Findings + symbolication -> text and heapgen-report/1 JSON.
         .target(
             name: "HeapGenReport",

@@ -108,10 +108,12 @@ public struct StackSymbolication {
             plans[id] = plan
         }
 
-        let answers = requests.isEmpty ? [] : symbolizer.symbolize(requests)
+        // The symbols the trace stored when it was recorded come first (StoredSymbols).
+        let stored = requests.isEmpty ? StoredSymbols() : StoredSymbols(tracePath: context.trace)
+        let answers = requests.isEmpty ? [] : symbolizer.symbolize(requests, stored: stored)
 
         var notes: [String] = []
-        if !requests.isEmpty && symbolizer.backend == .none {
+        if !requests.isEmpty && symbolizer.backend == .none && stored.isEmpty {
             notes.append("No symbolizer was found (llvm-symbolizer or addr2line; HEAPGEN_SYMBOLIZER names one): frames show addresses only.")
         }
         var stale = Set<String>()

@@ -31,6 +31,9 @@ public struct RecordOptions: Sendable {
     /// program exits (its shim's atexit handler) find the blocks nothing references any
     /// more with a conservative reachability scan; they go into the trace as `unreachable`.
     public var scanLeaks: Bool = false
+    /// At the end, store in each trace what its stacks symbolicate to (`--no-symbols` turns
+    /// it off): the trace then reports and diffs the same after the program is rebuilt.
+    public var storeSymbols: Bool = true
     /// The preload library; nil: `$HEAPGEN_SHIM`, else `libHeapGenShim.so` next to the executable.
     public var shimPath: String?
     /// The traces are temporary (`heapgen run` removes them after its report): warnings name

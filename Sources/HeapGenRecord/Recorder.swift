@@ -93,11 +93,22 @@ public final class Recorder {
         loop.run()
         hg_set_forward_target(0)
 
+        // Self-contained traces: each stores what its own stacks symbolicate to.
+        var finished = loop.finished
+        var symbols: TraceSymbolStore.Outcome?
+        if options.storeSymbols {
+            let outcome = TraceSymbolStore.store(in: finished)
+            for i in finished.indices { if let size = outcome.sizes[finished[i].path] { finished[i].bytes = size } }
+            for failure in outcome.failures {
+                printDiagnostic("warning: \(failure.path): symbols not stored in the trace (reports will symbolicate from the binaries): \(failure.reason)")
+            }
+            symbols = outcome
+        }
         if options.stats {
-            printStats(loop: loop, startNanoseconds: startNanoseconds)
+            printStats(loop: loop, startNanoseconds: startNanoseconds, symbols: symbols)
         }
         let status = loop.rootStatus ?? .unknown
-        let code = report(loop: loop, status: status)
+        let code = report(loop: loop, finished: finished, status: status)
         if let signal = loop.gaveUpAfterSignal {
             // The program is still running: say so last, and exit as a shell would for the signal.
             printDiagnostic("stopped recording after signal \(signal): the program (pid \(pid)) had not exited; it runs on untraced")
@@ -107,7 +118,7 @@ public final class Recorder {
     }
 
     /// One `key=value` line for benchmarks: the collector's own cost.
-    private func printStats(loop: RecordingLoop, startNanoseconds: UInt64) {
+    private func printStats(loop: RecordingLoop, startNanoseconds: UInt64, symbols: TraceSymbolStore.Outcome?) {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         let seconds = Double(monotonicNanoseconds() - startNanoseconds) / 1e9
@@ -120,17 +131,18 @@ public final class Recorder {
         let arena = loop.finished.reduce(UInt64(0)) { $0 + $1.arenaBytes }
         printDiagnostic("stats: events=\(events) seconds=\(Format.threeDecimals(seconds)) "
             + "drain_busy_seconds=\(Format.threeDecimals(busy)) slots_per_busy_second=\(Int(rate)) "
-            + "peak_rss_kb=\(usage.ru_maxrss) trace_bytes=\(bytes) waits=\(waits) wait_ns=\(waitNs) arena_bytes=\(arena)")
+            + "peak_rss_kb=\(usage.ru_maxrss) trace_bytes=\(bytes) waits=\(waits) wait_ns=\(waitNs) arena_bytes=\(arena)"
+            + " symbol_addresses=\(symbols?.addresses ?? 0) symbol_seconds=\(Format.threeDecimals(Double(symbols?.nanoseconds ?? 0) / 1e9))")
     }
 
     /// The closing lines; returns the exit status.
-    private func report(loop: RecordingLoop, status: ExitStatus) -> Int32 {
+    private func report(loop: RecordingLoop, finished: [FinishedTrace], status: ExitStatus) -> Int32 {
         var failed = false
         if loop.acceptedCount == 0 && loop.finished.isEmpty {
             printDiagnostic("warning: the program was not traced (the preload library never connected)")
         }
         // The program's own trace first, then the others in the order they started.
-        let traces = loop.finished.sorted { ($0.origin == .root ? 0 : 1, $0.sequence) < ($1.origin == .root ? 0 : 1, $1.sequence) }
+        let traces = finished.sorted { ($0.origin == .root ? 0 : 1, $0.sequence) < ($1.origin == .root ? 0 : 1, $1.sequence) }
         for trace in traces where trace.failure == nil {
             if trace.origin == .root && rootTracePath == nil { rootTracePath = trace.path } else { otherTracePaths.append(trace.path) }
         }

@@ -27,6 +27,10 @@ struct FinishedTrace {
     var droppedCounters = false
     /// Bytes of the shim's arena in use at the end (stack nodes, names, modules), for `--stats`.
     var arenaBytes: UInt64 = 0
+    /// With ``RecordOptions/storeSymbols``: the trace's distinct frame addresses and its
+    /// modules, symbolicated once the recording is over (``TraceSymbolStore``).
+    var frameAddresses: Set<UInt64> = []
+    var modules: [ModuleRecord] = []
 }
 
 /// The collector proper, on one thread: accepts connections and their
@@ -149,28 +153,34 @@ final class RecordingLoop {
     private var nextTimedMark: UInt64 = 0
     private var timedMarks = 0
 
-    /// Time-based generations and settle marks go into the root image's ring
-    /// as one more producer, so they are ordered with its allocations.
+    /// Time-based generations and settle marks go into the ring of every traced image, as
+    /// one more producer, so they are ordered with its allocations: the root image, the
+    /// program it exec'd (`env PORT=8086 ./server`), forked children and what they exec'd,
+    /// as `heapgen mark` and in-program marks reach them. Every image gets the same tick
+    /// labels (`every 1s #3`), so the traces of one run line up; an image that starts later
+    /// starts at a later tick. A mark that finds a ring full waits in that image's queue
+    /// (kept in order) and is retried on the next turn of the loop.
     private func produceTimedMarks() {
-        guard options.markEveryNanoseconds > 0 || options.settleNanoseconds > 0,
-              let seg = live.first(where: { $0.origin == .root }) else { return }
+        guard options.markEveryNanoseconds > 0 || options.settleNanoseconds > 0, !live.isEmpty else { return }
         let now = monotonicNanoseconds()
-        if let pending = seg.pendingMark {
-            guard hg_produce_mark(seg.raw, pending.label, pending.origin) == 0 else { return }
-            seg.pendingMark = nil
-        }
+        var tick: String?
         if options.markEveryNanoseconds > 0 {
             if nextTimedMark == 0 { nextTimedMark = now + options.markEveryNanoseconds }
             if now >= nextTimedMark {
                 timedMarks += 1
                 nextTimedMark += options.markEveryNanoseconds
-                let label = "every \(HumanUnits.duration(nanoseconds: options.markEveryNanoseconds)) #\(timedMarks)"
-                if hg_produce_mark(seg.raw, label, 1) != 0 { seg.pendingMark = (label, 1) }
+                tick = "every \(HumanUnits.duration(nanoseconds: options.markEveryNanoseconds)) #\(timedMarks)"
             }
         }
-        if options.settleNanoseconds > 0, let due = seg.settleDue, now >= due + options.settleNanoseconds {
-            seg.settleDue = nil
-            if hg_produce_mark(seg.raw, Self.settleLabel, 1) != 0 { seg.pendingMark = (Self.settleLabel, 1) }
+        for seg in live {
+            if let tick { seg.pendingMarks.append((tick, 1)) }
+            if options.settleNanoseconds > 0, let due = seg.settleDue, now >= due + options.settleNanoseconds {
+                seg.settleDue = nil
+                seg.pendingMarks.append((Self.settleLabel, 1))
+            }
+            while let next = seg.pendingMarks.first, hg_produce_mark(seg.raw, next.label, next.origin) == 0 {
+                seg.pendingMarks.removeFirst()
+            }
         }
     }
 
@@ -508,6 +518,7 @@ final class RecordingLoop {
             return
         }
         usedPaths.insert(path)
+        writer.keepsSymbolInputs = options.storeSymbols
         let seg = Segment(raw: raw, origin: origin, image: image, path: path, writer: writer)
         seg.sequence = acceptedCount
         // --leaks: know every block from the first allocation on, for the scan at exit.
@@ -697,7 +708,8 @@ final class RecordingLoop {
                                               + "after \(HumanUnits.count(seg.writer.eventCount)) events; the program ran on untraced"
                                       },
                                       droppedCounters: seg.droppedCounters,
-                                      arenaBytes: c.arenaUsed))
+                                      arenaBytes: c.arenaUsed,
+                                      frameAddresses: seg.writer.frameAddresses, modules: seg.writer.modules))
         entry.segment = nil
         live.removeAll { $0 === seg }
     }

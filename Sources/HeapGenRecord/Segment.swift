@@ -39,8 +39,9 @@ final class Segment {
     /// When the drainer last saw a mark made by the program or from outside
     /// (monotonic ns), for `--settle`; nil once the settle mark for it is in.
     var settleDue: UInt64?
-    /// A collector mark that found the ring full, retried after draining.
-    var pendingMark: (label: String, origin: UInt32)?
+    /// Collector marks (`--mark-every`, `--settle`) not in the ring yet because it was full,
+    /// oldest first; retried after draining.
+    var pendingMarks: [(label: String, origin: UInt32)] = []
     /// Control channel state: names and modules for answers, live tracking once asked.
     let control = SegmentControl()
     /// When the segment was accepted (monotonic ns), to bound the shim's counters.

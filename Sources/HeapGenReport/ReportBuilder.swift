@@ -73,7 +73,8 @@ public struct ReportBuilder {
         }
         for id in liveSites.map(\.stackID) where seenStacks.insert(id).inserted { stackIDs.append(id) }
 
-        let symbolicated = symbolicate(stackIDs, of: analysis)
+        // The symbols the trace stored when it was recorded come first (StoredSymbols).
+        let symbolicated = symbolicate(stackIDs, of: analysis, stored: StoredSymbols(tracePath: trace))
         notes += symbolicated.notes
         let frames = symbolicated.frames
 
@@ -223,7 +224,7 @@ public struct ReportBuilder {
     }
 
     /// Symbolicates the frames of `stackIDs` in one batch.
-    func symbolicate(_ stackIDs: [UInt32], of analysis: Analysis)
+    func symbolicate(_ stackIDs: [UInt32], of analysis: Analysis, stored: StoredSymbols? = nil)
         -> (frames: [UInt32: [Report.Frame]], notes: [String]) {
         // Each distinct (module, address) once.
         struct Key: Hashable {
@@ -260,10 +261,10 @@ public struct ReportBuilder {
             plans[id] = plan
         }
 
-        let answers = requests.isEmpty ? [] : symbolizer.symbolize(requests)
+        let answers = requests.isEmpty ? [] : symbolizer.symbolize(requests, stored: stored)
 
         var notes: [String] = []
-        if !requests.isEmpty && symbolizer.backend == .none {
+        if !requests.isEmpty && symbolizer.backend == .none && (stored?.isEmpty ?? true) {
             notes.append("No symbolizer was found (llvm-symbolizer or addr2line; HEAPGEN_SYMBOLIZER names one): frames show addresses only.")
         }
         var staleModules = Set<String>()

@@ -87,6 +87,20 @@ public final class Symbolizer: @unchecked Sendable {
     }
 
     /// Symbolizes a batch: one array of frames per request, in order (each innermost inlined
+    /// frame first, never empty). Requests `stored` holds (the symbols a trace stored when it
+    /// was recorded) are answered from it, without looking at any file; the others as usual.
+    public func symbolize(_ requests: [SymbolizationRequest], stored: StoredSymbols?) -> [[SymbolizedFrame]] {
+        guard let stored, !stored.isEmpty else { return symbolize(requests) }
+        var out: [[SymbolizedFrame]?] = requests.map { stored.frames(for: $0) }
+        let missing = out.indices.filter { out[$0] == nil }
+        if !missing.isEmpty {
+            let answers = symbolize(missing.map { requests[$0] })
+            for (i, frames) in zip(missing, answers) { out[i] = frames }
+        }
+        return out.map { $0 ?? [] }
+    }
+
+    /// Symbolizes a batch: one array of frames per request, in order (each innermost inlined
     /// frame first, never empty).
     public func symbolize(_ requests: [SymbolizationRequest]) -> [[SymbolizedFrame]] {
         lock.lock()

@@ -9,6 +9,8 @@ struct RecordDecoder {
     var types = IdSet()
     var sawProcess = false
     var sawEnd = false
+    /// A `symbols` record was seen: only `symbols` and `end` may follow.
+    var sawSymbols = false
     /// Alloc, free, reallocUndo and mark records so far.
     var events: UInt64 = 0
     var records: UInt64 = 0
@@ -21,11 +23,21 @@ struct RecordDecoder {
     mutating func decode(chunk payload: UnsafeRawBufferPointer, fileOffset: UInt64,
                          _ body: (TraceRecord) throws -> Void) throws {
         var c = ByteCursor(payload, fileOffset: fileOffset, file: file)
+        // Symbols records start their chunk: only symbols records come before one in a chunk.
+        var onlySymbolsSoFar = true
         while !c.atEnd {
             let start = c.position
             if sawEnd { throw c.corrupt("record after the end record", at: start) }
             let tag = c.base[start]
             c.skip(1)
+            if tag == RecordTag.symbols {
+                if !onlySymbolsSoFar { throw c.corrupt("a symbols record that does not start its chunk", at: start) }
+            } else {
+                onlySymbolsSoFar = false
+                if sawSymbols && tag != RecordTag.end {
+                    throw c.corrupt("record tag \(hex(tag)) after the symbols records (only end may follow them)", at: start)
+                }
+            }
             if !sawProcess && tag != RecordTag.process {
                 throw c.corrupt("first record has tag \(hex(tag)), not process (0x20)", at: start)
             }
@@ -189,6 +201,10 @@ struct RecordDecoder {
                 if !c.atEnd { throw c.corrupt("record after the end record") }
                 sawEnd = true
                 try body(.end(end))
+
+            case RecordTag.symbols:
+                sawSymbols = true
+                _ = try SymbolsRecord.decode(&c)
 
             case RecordTag.extension:
                 let n = try c.length("extension length", limit: TraceFormat.maxChunkPayload)

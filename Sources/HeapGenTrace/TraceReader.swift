@@ -29,6 +29,18 @@ public struct TraceReader: Sendable {
     }
     private let storage: Storage
 
+    /// Where the bytes are, for ``storedSymbols()``.
+    enum SymbolStorage {
+        case memory([UInt8])
+        case file(TraceFile)
+    }
+    var storageForSymbols: SymbolStorage {
+        switch storage {
+        case .memory(let bytes): .memory(bytes)
+        case .file(let file): .file(file)
+        }
+    }
+
     /// Opens `path` and checks its header.
     ///
     /// Only a regular file is read: a FIFO, a device or a directory is refused at once

@@ -1,7 +1,8 @@
 /// One decoded record of a trace, as delivered by ``TraceReader/forEach(_:)``.
 ///
 /// Addresses and frames are absolute (the reader undoes the delta encoding).
-/// `extension` records are skipped and never delivered.
+/// `extension` records are skipped and never delivered; `symbols` records (stored symbols)
+/// are checked but not delivered: ``TraceReader/storedSymbols()`` reads them.
 public enum TraceRecord: Sendable, Equatable {
     /// The first record: which process image the trace describes.
     case process(ProcessRecord)
@@ -49,6 +50,8 @@ enum RecordTag {
     static let lost: UInt8 = 0x16
     static let unreachable: UInt8 = 0x17
     static let stackTruncated: UInt8 = 0x18
+    /// Minor version 3: stored symbols (``SymbolsRecord``); not delivered by ``TraceReader/forEach(_:)``.
+    static let symbols: UInt8 = 0x19
     static let process: UInt8 = 0x20
     static let end: UInt8 = 0x21
     static let `extension`: UInt8 = 0x7F
@@ -59,7 +62,7 @@ enum TraceFormat {
     static let magic: [UInt8] = [0x48, 0x47, 0x54, 0x52, 0x41, 0x43, 0x45, 0x00] // "HGTRACE\0"
     static let headerSize = 16
     static let majorVersion: UInt16 = 1
-    static let minorVersion: UInt16 = 2
+    static let minorVersion: UInt16 = 3
     static let chunkHeaderSize = 8
     static let maxChunkPayload = 16 * 1024 * 1024
     /// Writers flush once this many payload bytes are pending.

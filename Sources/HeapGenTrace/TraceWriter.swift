@@ -36,6 +36,16 @@ public final class TraceWriter {
     /// Payload bytes encoded but not yet written.
     public var pendingBytes: Int { position - TraceFormat.chunkHeaderSize }
 
+    /// When true, the writer keeps every distinct frame address of the stacks it defines
+    /// (``frameAddresses``) and every module it records (``modules``): what the collector
+    /// symbolicates at the end of a recording to store the trace's symbols, without reading
+    /// the trace again. Off by default.
+    public var keepsSymbolInputs = false
+    /// Distinct non-zero frame addresses of the stacks defined so far (with ``keepsSymbolInputs``).
+    public private(set) var frameAddresses = Set<UInt64>()
+    /// Modules recorded so far, in order (with ``keepsSymbolInputs``).
+    public private(set) var modules: [ModuleRecord] = []
+
     // Private storage behind the public counters: private stored properties let the
     // compiler prove exclusive access statically (no swift_beginAccess per event).
     private var events: UInt64 = 0
@@ -173,6 +183,9 @@ public final class TraceWriter {
     public func defineStack(id: UInt32, frames: UnsafeBufferPointer<UInt64>) {
         guard writable, id != 0 else { return }
         let count = min(frames.count, TraceFormat.maxFrames)
+        if keepsSymbolInputs {
+            for k in 0..<count where frames[k] != 0 { frameAddresses.insert(frames[k]) }
+        }
         reserve(1 + 2 * Varint.maxBytes + max(count, 1) * Varint.maxBytes)
         let p = buffer
         var i = position
@@ -216,6 +229,7 @@ public final class TraceWriter {
     /// Appends a `moduleLoad` record (at most 64 segments; path and build ID cut to 64 KiB).
     public func moduleLoad(_ module: ModuleRecord) {
         guard writable else { return }
+        if keepsSymbolInputs { modules.append(module) }
         let segments = module.segments.prefix(TraceFormat.maxSegments)
         let buildIDCount = min(module.buildID.count, TraceFormat.maxStringBytes)
         reserve(1 + 4 * Varint.maxBytes + Self.cappedCount(module.path) + buildIDCount + segments.count * 3 * Varint.maxBytes)
@@ -318,6 +332,44 @@ public final class TraceWriter {
         } while start < sorted.count
     }
 
+    /// Appends `symbols` records (minor version 3) for one module, after every other record
+    /// but `end`: the pending chunk is flushed first, so the symbols start a chunk of their
+    /// own, and a long list is split into several records. After this, append only more
+    /// symbols and then ``finish(_:)``.
+    public func appendSymbols(_ record: SymbolsRecord) {
+        guard writable else { return }
+        flushPending()
+        for bytes in Self.symbolRecords(record) {
+            reserve(bytes.count)
+            bytes.withUnsafeBufferPointer { (buffer + position).update(from: $0.baseAddress!, count: $0.count) }
+            position &+= bytes.count
+            endLargeRecord()
+        }
+    }
+
+    /// `record` encoded as one or more records, each well under the chunk limit.
+    static func symbolRecords(_ record: SymbolsRecord) -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        var pending = record.entries[...]
+        let limit = TraceFormat.maxChunkPayload / 4
+        while !pending.isEmpty || out.isEmpty {
+            var n = min(pending.count, SymbolsRecord.maxEntries)
+            while true {
+                var part = record
+                part.entries = Array(pending.prefix(n))
+                let bytes = part.encoded()
+                if bytes.count <= limit || n <= 1 {
+                    out.append(bytes)
+                    break
+                }
+                n /= 2
+            }
+            pending = pending.dropFirst(n)
+            if pending.isEmpty { break }
+        }
+        return out
+    }
+
     /// Writes the pending chunk.
     ///
     /// - Throws: ``TraceError`` (`.io`): this write's error, or the earlier ``failure``.
@@ -335,6 +387,9 @@ public final class TraceWriter {
             throw failure ?? TraceError(.io, "trace already finished", file: path)
         }
         if writable {
+            // The end record gets a chunk of its own, so that stored symbols can be added to a
+            // finished trace by rewriting only that chunk (``TraceSymbolAppender``).
+            flushPending()
             let p = buffer
             var i = position
             p[i] = RecordTag.end

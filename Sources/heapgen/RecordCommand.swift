@@ -45,6 +45,9 @@ struct RecordCommand: ParsableCommand {
         valueName: "duration"))
     var settle: String?
 
+    @Flag(name: .customLong("no-symbols"), help: "Do not store in the trace what its stacks symbolicate to (done once the program exited; it makes a trace report and diff the same after the program is rebuilt or on another machine).")
+    var noSymbols = false
+
     @Flag(help: "At exit, find the blocks nothing references any more (a conservative reachability scan, like LeakSanitizer) and record them: the report calls sites whose blocks at exit are all unreachable 'leaked'.")
     var leaks = false
 
@@ -68,6 +71,7 @@ struct RecordCommand: ParsableCommand {
             ringSlots: ringSlots, quiet: quiet, markEvery: markEvery, settle: settle)
         options.stats = stats
         options.scanLeaks = leaks
+        options.storeSymbols = !noSymbols
         let status = Recorder(options: options).run()
         if status != 0 { throw ExitCode(status) }
     }

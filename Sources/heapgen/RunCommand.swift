@@ -61,6 +61,9 @@ struct RunCommand: ParsableCommand {
         valueName: "duration"))
     var settle: String?
 
+    @Flag(name: .customLong("no-symbols"), help: "Do not store in the trace what its stacks symbolicate to (done once the program exited; it makes a trace report and diff the same after the program is rebuilt or on another machine).")
+    var noSymbols = false
+
     @Flag(help: "At exit, find the blocks nothing references any more (a conservative reachability scan, like LeakSanitizer) and record them: the report calls sites whose blocks at exit are all unreachable 'leaked'.")
     var leaks = false
 
@@ -93,6 +96,9 @@ struct RunCommand: ParsableCommand {
         // Failing on leaks needs the scan that finds them.
         options.scanLeaks = leaks || policy?.failOn.contains(.leaked) == true
         options.temporaryTraces = temporary && !keepTrace
+        // A temporary trace is reported at once from the same binaries: symbols are stored
+        // only in a trace that is kept.
+        options.storeSymbols = !noSymbols && (!temporary || keepTrace)
 
         // Where the trace goes.
         let tracePath: String
