@@ -58,8 +58,10 @@ struct StaircaseChart {
             out += "<line x1=\"\(px)\" x2=\"\(px)\" y1=\"\(HTMLText.num(top))\" y2=\"\(HTMLText.num(top + plotH))\"/>"
             if shownLabel {
                 let ly = top + plotH + 10
-                let text = label.count > 18 ? String(label.prefix(17)) + "…" : label
-                out += "<text class=\"mark-label\" x=\"\(px)\" y=\"\(HTMLText.num(ly))\" transform=\"rotate(40 \(px) \(HTMLText.num(ly)))\">\(HTMLText.escape(text))</text>"
+                // Cut at the front: scope labels share their start (`expectNoGrowth test() (F.swift:9)`)
+                // and differ at the end (`cycle 3/8`). The full label is in data-label and the title.
+                let text = label.count > 18 ? "…" + String(label.suffix(17)) : label
+                out += "<text class=\"mark-label\" data-label=\"\(HTMLText.escape(label))\" x=\"\(px)\" y=\"\(HTMLText.num(ly))\" transform=\"rotate(40 \(px) \(HTMLText.num(ly)))\">\(HTMLText.escape(text))</text>"
             }
             out += "</g>"
         }

@@ -113,12 +113,15 @@ public enum TraceSymbolAppender {
     private static func isOneEndRecord(_ payload: [UInt8]) -> Bool {
         var i = 2
         guard payload.count >= 2 else { return false }
-        for _ in 0..<9 {
+        // status and eight counters (minor 1), then stacksLost (minor 2 on): 9 or 10 varints.
+        var varints = 0
+        while i < payload.count && varints < 10 {
             var n = 0
             while i < payload.count && payload[i] & 0x80 != 0 && n < 10 { i += 1; n += 1 }
             guard i < payload.count else { return false }
             i += 1
+            varints += 1
         }
-        return i == payload.count
+        return i == payload.count && (varints == 9 || varints == 10)
     }
 }

@@ -62,7 +62,7 @@ final class HTMLPageTests: XCTestCase {
         guard let chart = DOM.element(id: "staircase", tag: "svg", in: p.dom) else {
             return XCTFail("no staircase chart in the DOM", file: file, line: line)
         }
-        let drawn = DOM.captures(#"<text class="mark-label"[^>]*>([^<]*)</text>"#, in: chart).map(DOM.unescape)
+        let drawn = DOM.captures(#"<text class="mark-label" data-label="([^"]*)""#, in: chart).map(DOM.unescape)
         XCTAssertEqual(drawn, p.labels, "every mark drawn and labelled", file: file, line: line)
         XCTAssertTrue(chart.contains("class=\"series series-bytes\"") && chart.contains("class=\"series series-objects\""),
                       "bytes and objects series", file: file, line: line)
