@@ -1,8 +1,10 @@
 /* Conservative reachability scan of a traced process at exit (heapgen
  * record --leaks): which live blocks does nothing reference any more?
- * See hg_leak_scan in CHeapGenSupport.h. */
+ * See hg_leak_scan in CHeapGenSupport.h; the threads are stopped (and their
+ * registers read) by leakscan_threads.c. */
 #include "CHeapGenSupport.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +24,15 @@ typedef struct scan_state {
     size_t work_len;
     uint64_t *buf;
     uint64_t max_bytes, deadline;
+    int starts_only;            /* allocator data: only a block's start is a reference */
     hg_scan_result *r;
 } scan_state;
+
+/* One root mapping; `allocator` marks libc's writable data (its malloc state). */
+typedef struct root_region {
+    uint64_t start, end;
+    int allocator;
+} root_region;
 
 static uint64_t mono_ns(void)
 {
@@ -69,6 +78,10 @@ static void scan_words(scan_state *s, const uint64_t *words, size_t count)
         if (p < s->lo || p >= s->hi) continue;
         size_t i = find_block(s, p);
         if (i == (size_t)-1 || s->marked[i]) continue;
+        /* glibc's main_arena.top and bins hold chunk headers: the header of the
+         * chunk after block i lies inside block i's last 8 bytes whenever its size
+         * is 8 modulo 16 or so. The allocator holds no interior pointers of its own. */
+        if (s->starts_only && p != s->addrs[i]) continue;
         s->marked[i] = 1;
         s->r->marked++;
         s->work[s->work_len++] = i;
@@ -116,8 +129,25 @@ static int scan_range(scan_state *s, uint64_t start, uint64_t end)
     return 0;
 }
 
+/* True for a mapping of glibc's own libc (libc.so.6, libc-2.xx.so). */
+static int is_libc_path(const char *line)
+{
+    const char *slash = strrchr(line, '/');
+    if (slash == NULL) return 0;
+    return strncmp(slash + 1, "libc.so", 7) == 0 || strncmp(slash + 1, "libc-", 5) == 0;
+}
+
+/* The root mapping holding `sp`, or -1. */
+static long region_of(const root_region *regions, size_t count, uint64_t sp)
+{
+    for (size_t k = 0; k < count; k++)
+        if (sp >= regions[k].start && sp < regions[k].end) return (long)k;
+    return -1;
+}
+
 int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t n,
-                 uint8_t *marked, uint64_t max_bytes, uint64_t max_ns, hg_scan_result *result)
+                 uint8_t *marked, uint64_t max_bytes, uint64_t max_ns, uint64_t requester_sp,
+                 hg_scan_result *result)
 {
     memset(result, 0, sizeof *result);
     uint64_t t0 = mono_ns();
@@ -155,15 +185,19 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
 
     /* Roots. Read the whole map first: scanning takes time, keep the file short-lived. */
     size_t cap = 64, count = 0;
-    uint64_t (*regions)[2] = malloc(cap * sizeof *regions);
+    root_region *regions = malloc(cap * sizeof *regions);
     char *line = NULL;
     size_t line_cap = 0;
+    uint64_t libc_end = 0;          /* end of libc's last file mapping: its .bss follows */
     while (regions && getline(&line, &line_cap, maps) > 0) {
         unsigned long long start, end;
         char perms[8] = { 0 };
         int consumed = 0;
         if (sscanf(line, "%llx-%llx %7s %*s %*s %*s%n", &start, &end, perms, &consumed) < 3)
             continue;
+        int libc = is_libc_path(line);
+        int allocator = libc || (start == libc_end && line[consumed] == '\n');
+        if (libc) libc_end = end;
         if (perms[0] != 'r' || perms[1] != 'w')
             continue;
         if (strstr(line, "/memfd:heapgen") != NULL)
@@ -176,8 +210,9 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
             if (!grown) { free(regions); regions = NULL; break; }
             regions = grown;
         }
-        regions[count][0] = start;
-        regions[count][1] = end;
+        regions[count].start = start;
+        regions[count].end = end;
+        regions[count].allocator = allocator;
         count++;
     }
     free(line);
@@ -187,10 +222,52 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
         result->error = ENOMEM;
         rc = -1;
     }
+
+    /* Stop the threads: their registers are roots, and their stacks count
+     * from the stack pointer up (LeakSanitizer and valgrind do the same). */
+    hg_thread_state *threads = rc == 0 ? calloc(HG_SCAN_MAX_THREADS, sizeof *threads) : NULL;
+    int stopped = 0;
+    if (rc == 0 && threads == NULL) {
+        result->error = ENOMEM;
+        rc = -1;
+    }
+    if (rc == 0) {
+        stopped = hg_threads_stop(pid, threads, HG_SCAN_MAX_THREADS);
+        if (stopped < 0) {
+            result->ptrace_error = -stopped;
+            stopped = 0;
+        }
+        result->threads_stopped = (uint32_t)stopped;
+        char task[64];
+        snprintf(task, sizeof task, "/proc/%d/task", (int)pid);
+        DIR *dir = opendir(task);
+        if (dir != NULL) {
+            struct dirent *d;
+            while ((d = readdir(dir)) != NULL)
+                if (d->d_name[0] != '.') result->threads++;
+            closedir(dir);
+        }
+        /* Lowest live address of each region that holds a stack pointer. */
+        for (int t = 0; t <= stopped; t++) {
+            uint64_t sp = t < stopped ? threads[t].sp : requester_sp;
+            if (t == stopped && (stopped > 0 || sp == 0)) break;  /* the requester's SP: only without ptrace */
+            long k = region_of(regions, count, sp);
+            if (k < 0) continue;
+            uint64_t live = sp & ~7ull;
+            if (live > regions[k].start) {
+                result->dead_stack_bytes += live - regions[k].start;
+                regions[k].start = live;
+            }
+        }
+        for (int t = 0; t < stopped; t++)
+            scan_words(&s, threads[t].regs, HG_SCAN_REG_WORDS);
+    }
     for (size_t k = 0; rc == 0 && k < count; k++) {
         result->root_regions++;
         uint64_t before = result->scanned_bytes;
-        rc = scan_range(&s, regions[k][0], regions[k][1]);
+        s.starts_only = regions[k].allocator;
+        rc = scan_range(&s, regions[k].start, regions[k].end);
+        s.starts_only = 0;
         result->root_bytes += result->scanned_bytes - before;
     }
     free(regions);
@@ -200,6 +277,10 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
         size_t i = s.work[--s.work_len];
         rc = scan_range(&s, addrs[i], addrs[i] + sizes[i]);
     }
+    /* The heap is read while the threads are stopped: a thread that ran on
+     * could move a pointer from a register into a block already scanned. */
+    hg_threads_resume(threads, stopped);
+    free(threads);
     free(s.work);
     free(s.buf);
     result->elapsed_ns = mono_ns() - t0;

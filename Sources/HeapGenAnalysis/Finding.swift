@@ -13,8 +13,9 @@ public struct Finding: Codable, Sendable, Equatable {
         /// grew overall, and was still above its level at the start of the judged cycles at
         /// the final snapshot: memory still referenced but never used again.
         case abandoned
-        /// Every block of the site live at the end of the trace is in
-        /// ``AnalysisOptions/unreachable``. Takes precedence over the other kinds.
+        /// Some block of the site live at the end of the trace is in
+        /// ``AnalysisOptions/unreachable`` (``leakedObjects`` of them). Takes precedence over
+        /// the other kinds.
         case leaked
         /// Not abandoned; rose above its setup level (live at the first mark) at some cycle's
         /// closing mark (in the warm-up or early cycles), then did not grow at all (thresholds
@@ -69,6 +70,11 @@ public struct Finding: Codable, Sendable, Equatable {
     public var liveAtExitObjects: UInt64
     /// Live requested bytes of the site at the end of the trace.
     public var liveAtExitBytes: UInt64
+    /// Leaked findings: the site's blocks live at the end of the trace that are unreachable
+    /// (a site may leak 9 of its 10 blocks); `nil` for other kinds.
+    public var leakedObjects: UInt64?
+    /// Leaked findings: requested bytes of those blocks; `nil` for other kinds.
+    public var leakedBytes: UInt64?
 
     /// Creates a finding (the analyzer makes these; public for tests and tools).
     public init(kind: Kind, stackID: UInt32, typeID: UInt32, typeName: String?, cycles: Int,
@@ -113,6 +119,7 @@ public struct Finding: Codable, Sendable, Equatable {
         case objectsSeries = "objectsPerCycle", bytesSeries = "bytesPerCycle"
         case survivingObjects, survivingBytes, averageBytesPerCycle, averageObjectsPerCycle, firstCycleWithGrowth
         case snapshotObjects, snapshotBytes, liveAtExitObjects, liveAtExitBytes
+        case leakedObjects, leakedBytes
     }
 
     /// Report order: kind (abandoned, leaked, cache), then average bytes per cycle

@@ -49,6 +49,7 @@ extension GenerationAnalyzer {
         var scanObjects = 0
         var scanBytes = 0
         var unreachableObjects = [Int](repeating: 0, count: unreachable == nil ? 0 : sites.count)
+        var unreachableBytes = [Int](repeating: 0, count: unreachable == nil ? 0 : sites.count)
         let finalGeneration = generation
         table.forEach { address, block in
             let size = Int(truncatingIfNeeded: block.size)
@@ -63,6 +64,7 @@ extension GenerationAnalyzer {
             }
             if let unreachable, unreachable.contains(address) {
                 unreachableObjects[Int(block.site)] &+= 1
+                unreachableBytes[Int(block.site)] &+= size
             }
             if let scanned = scannedUnreachable, scanned.contains(address) {
                 scanObjects &+= 1
@@ -120,7 +122,8 @@ extension GenerationAnalyzer {
             }
             let verdict = Classifier.judge(curve, options: options)
             let totals = SiteTotals(survivors: survivors[s], exit: exitLive[s],
-                                    unreachableObjects: unreachable == nil ? 0 : unreachableObjects[s])
+                                    unreachableObjects: unreachable == nil ? 0 : unreachableObjects[s],
+                                    unreachableBytes: unreachable == nil ? 0 : unreachableBytes[s])
             if let kind = Classifier.kind(verdict, totals: totals, leakClassification: unreachable != nil) {
                 behaviors[s] = AllocationSite.Behavior(rawValue: kind.rawValue)!
                 findings.append(Finding(kind: kind, stackID: site.stack, typeID: site.type,
@@ -275,6 +278,7 @@ extension GenerationAnalyzer {
         regrouping.survivors = survivors
         regrouping.exit = exitLive
         regrouping.unreachable = unreachableObjects
+        regrouping.unreachableBytes = unreachableBytes
         regrouping.candidates = candidates
         regrouping.stackFrames = stackFrames
         regrouping.stackRecords = stackRecords

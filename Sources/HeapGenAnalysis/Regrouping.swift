@@ -157,6 +157,7 @@ struct SiteTotals {
     var survivors = ObjectsAndBytes()
     var exit = ObjectsAndBytes()
     var unreachableObjects = 0
+    var unreachableBytes = 0
 
     mutating func add(_ other: SiteTotals) {
         survivors.objects &+= other.survivors.objects
@@ -164,6 +165,7 @@ struct SiteTotals {
         exit.objects &+= other.exit.objects
         exit.bytes &+= other.exit.bytes
         unreachableObjects &+= other.unreachableObjects
+        unreachableBytes &+= other.unreachableBytes
     }
 }
 
@@ -187,6 +189,8 @@ struct RegroupingData: Sendable, Equatable {
     var exit: [ObjectsAndBytes] = []
     /// Per site; empty without leak classification.
     var unreachable: [Int] = []
+    /// Requested bytes of those blocks, per site; empty without leak classification.
+    var unreachableBytes: [Int] = []
     /// Site indices of ``Analysis/regroupingCandidates``, by stack id, then type id.
     var candidates: [UInt32] = []
     /// Every stack definition of the trace, and where it was defined.
@@ -195,7 +199,8 @@ struct RegroupingData: Sendable, Equatable {
 
     func totals(of s: Int) -> SiteTotals {
         SiteTotals(survivors: survivors[s], exit: exit[s],
-                   unreachableObjects: unreachable.isEmpty ? 0 : unreachable[s])
+                   unreachableObjects: unreachable.isEmpty ? 0 : unreachable[s],
+                   unreachableBytes: unreachableBytes.isEmpty ? 0 : unreachableBytes[s])
     }
 
     /// Derived from the trace the analysis describes: not part of the analysis's identity.
@@ -232,10 +237,11 @@ extension SiteCurve {
 }
 
 extension Classifier {
-    /// The finding kind of a site or group: leaked if leak classification was used and every
-    /// block live at exit is unreachable, else the verdict's kind.
+    /// The finding kind of a site or group: leaked if leak classification was used and any
+    /// block live at exit is unreachable (LeakSanitizer reports every unreachable block, not
+    /// only sites that lost all of theirs), else the verdict's kind.
     static func kind(_ verdict: GrowthVerdict, totals: SiteTotals, leakClassification: Bool) -> Finding.Kind? {
-        if leakClassification && totals.exit.objects > 0 && totals.unreachableObjects == totals.exit.objects {
+        if leakClassification && totals.unreachableObjects > 0 {
             return .leaked
         }
         return verdict.kind
@@ -259,6 +265,10 @@ extension Finding {
             snapshotBytes: UInt64(clamping: curve.snapshotBytes),
             liveAtExitObjects: UInt64(clamping: totals.exit.objects),
             liveAtExitBytes: UInt64(clamping: totals.exit.bytes))
+        if kind == .leaked {
+            leakedObjects = UInt64(clamping: totals.unreachableObjects)
+            leakedBytes = UInt64(clamping: totals.unreachableBytes)
+        }
         objectsSeries = verdict.objectDeltas
         bytesSeries = verdict.byteDeltas
     }

@@ -39,6 +39,10 @@ public enum GateMessages {
             lines.append("heapgen: fixed — remove from the baseline: \(entry.site.isEmpty ? entry.signature.canonicalText : entry.site)")
         }
         for warning in v.warnings { lines.append("heapgen: warning: \(warning)") }
+        // LeakSanitizer's own summary line for the failing leaks, before the verdict's.
+        if let leaks = Report.Finding.leakSummary(v.failing(.leaked).map(\.finding)) {
+            lines.append("SUMMARY: heapgen: " + leaks)
+        }
         lines.append("SUMMARY: heapgen: " + summary(v))
         return lines
     }
@@ -116,8 +120,13 @@ public enum GateMessages {
 
     // MARK: - Phrases
 
-    /// `2 abandoned sites (+292 B per cycle)`.
+    /// `2 abandoned sites (+292 B per cycle)`; `2 leaked sites (864 B in 9 blocks)`.
     static func findingsPhrase(_ results: [GateVerdict.FindingResult], _ kind: Report.Finding.Kind) -> String {
+        if kind == .leaked {
+            let bytes = results.reduce(UInt64(0)) { $0 &+ ($1.finding.leakedBytes ?? 0) }
+            let blocks = results.reduce(UInt64(0)) { $0 &+ ($1.finding.leakedBlocks ?? 0) }
+            return "\(HumanUnits.plural(results.count, "leaked site")) (\(ByteSize.exact(Int(clamping: bytes))) in \(HumanUnits.plural(blocks, "block")))"
+        }
         let perCycle = results.reduce(0) { $0 + $1.finding.averageBytesPerCycle }
         return "\(HumanUnits.plural(results.count, "\(kind.rawValue) site")) (\(ByteSize.signed(perCycle)) per cycle)"
     }

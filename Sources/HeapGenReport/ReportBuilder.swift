@@ -150,12 +150,15 @@ public struct ReportBuilder {
         return grouped.map { group in
             let f = group.finding
             let stack = frames[f.stackID] ?? []
-            return Report.Finding(
+            var finding = Report.Finding(
                 kind: Report.Finding.Kind(f.kind), typeName: f.typeName, frames: stack,
                 userFrame: OwnCode.firstUserFrame(stack), cycles: f.cycles, cyclesWithGrowth: f.cyclesWithGrowth,
                 objectsSeries: f.objectsSeries, bytesSeries: f.bytesSeries,
                 averageBytesPerCycle: Int(f.averageBytesPerCycle.rounded()),
                 survivingObjects: f.survivingObjects, survivingBytes: f.survivingBytes)
+            finding.leakedBlocks = f.leakedObjects
+            finding.leakedBytes = f.leakedBytes
+            return finding
         }
     }
 

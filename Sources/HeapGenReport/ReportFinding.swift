@@ -10,7 +10,7 @@ extension Report {
             /// Grew in every judged cycle (up to the tolerated misses) and was still there at the
             /// final snapshot: referenced, never used again.
             case abandoned
-            /// Every block live at exit was unreachable.
+            /// Blocks live at exit were unreachable (``leakedBlocks`` of them).
             case leaked
             /// Filled early, then flat: not a failure.
             case cache
@@ -40,6 +40,11 @@ extension Report {
         public var survivingObjects: UInt64
         /// Bytes of those blocks.
         public var survivingBytes: UInt64
+        /// Leaked findings: the site's blocks unreachable at exit; `nil` (not written) for
+        /// other kinds.
+        public var leakedBlocks: UInt64?
+        /// Leaked findings: requested bytes of those blocks; `nil` (not written) otherwise.
+        public var leakedBytes: UInt64?
 
         /// Creates a finding.
         public init(kind: Kind, typeName: String?, frames: [Frame], userFrame: Int?, cycles: Int,
@@ -68,6 +73,16 @@ extension Report {
                       survivingBytes: survivingBytes)
             self.objectsSeries = objectsSeries
             self.bytesSeries = bytesSeries
+        }
+
+        /// LeakSanitizer's summary of leaked findings, `864 byte(s) leaked in 9 allocation(s).`
+        /// (``leakedBytes`` and ``leakedBlocks`` summed); `nil` when none of them leaked.
+        public static func leakSummary(_ findings: [Finding]) -> String? {
+            let leaked = findings.filter { $0.kind == .leaked }
+            guard !leaked.isEmpty else { return nil }
+            let bytes = leaked.reduce(UInt64(0)) { $0 &+ ($1.leakedBytes ?? 0) }
+            let blocks = leaked.reduce(UInt64(0)) { $0 &+ ($1.leakedBlocks ?? 0) }
+            return "\(bytes) byte(s) leaked in \(blocks) allocation(s)."
         }
 
         /// Change of live objects in every cycle, warm-up included (index 0 = cycle 1).
@@ -102,6 +117,7 @@ extension Report {
             case kind, typeName, frames, userFrame, cycles, cyclesWithGrowth
             case objectsSeries = "objectsPerCycle", bytesSeries = "bytesPerCycle"
             case averageBytesPerCycle, survivingObjects, survivingBytes
+            case leakedBlocks, leakedBytes
         }
 
         /// Derived fields: written for readers, recomputed (not read) when decoding.
@@ -123,6 +139,8 @@ extension Report {
             try c.encode(averageBytesPerCycle, forKey: .averageBytesPerCycle)
             try c.encode(survivingObjects, forKey: .survivingObjects)
             try c.encode(survivingBytes, forKey: .survivingBytes)
+            try c.encodeIfPresent(leakedBlocks, forKey: .leakedBlocks)
+            try c.encodeIfPresent(leakedBytes, forKey: .leakedBytes)
             var derived = encoder.container(keyedBy: DerivedKeys.self)
             try derived.encode(inLibraries, forKey: .inLibraries)
         }

@@ -174,6 +174,7 @@ public enum TextReport {
             if !lines.isEmpty { lines.append("") }
             lines.append(style.red("Leaked: \(HumanUnits.plural(leaked.count, "site")) unreachable at exit"))
             lines += growthFindings(leaked, style)
+            if let summary = Report.Finding.leakSummary(leaked) { lines.append("  SUMMARY: heapgen: " + summary) }
         }
         if !inLibraries.isEmpty {
             if !lines.isEmpty { lines.append("") }
@@ -237,6 +238,10 @@ public enum TextReport {
         c.averageBytesPerCycle = judged > 0 ? Int((Double(judgedBytes) / Double(judged)).rounded()) : 0
         c.survivingObjects = a.survivingObjects + b.survivingObjects
         c.survivingBytes = a.survivingBytes + b.survivingBytes
+        if a.leakedBlocks != nil || b.leakedBlocks != nil {
+            c.leakedBlocks = (a.leakedBlocks ?? 0) + (b.leakedBlocks ?? 0)
+            c.leakedBytes = (a.leakedBytes ?? 0) + (b.leakedBytes ?? 0)
+        }
         return c
     }
 
@@ -251,6 +256,9 @@ public enum TextReport {
         var detail = "     per cycle: \(staircase)   grew in \(f.cyclesWithGrowth)/\(f.cycles)"
         if f.survivingObjects > 0 || f.survivingBytes > 0 {
             detail += "   surviving: \(HumanUnits.plural(f.survivingObjects, "object")), \(HumanUnits.bytes(f.survivingBytes))"
+        }
+        if let blocks = f.leakedBlocks {
+            detail += "   leaked: \(HumanUnits.plural(blocks, "block")), \(HumanUnits.bytes(f.leakedBytes ?? 0))"
         }
         lines.append(detail)
         lines += stack(f.frames, from: f.userFrame, style)

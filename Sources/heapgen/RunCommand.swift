@@ -152,12 +152,24 @@ struct RunCommand: ParsableCommand {
             for i in results.indices { verdicts.append(gate.judge(&results[i], policy: policy)) }
         }
         try report.emit(results)
+        // Leaks are judged in every process image the scan found some in (a forked child
+        // that leaks fails the run, as under LeakSanitizer), not only in the reported ones.
+        var gated = results
+        if var leakPolicy = policy, leakPolicy.failOn.contains(.leaked) {
+            leakPolicy.failOn = [.leaked]
+            leakPolicy.maxLiveAtExit = nil
+            for other in written where !subjects.contains(other) && TraceSelection.hasUnreachable(other) {
+                guard var extra = try? report.makeReport(trace: other, otherTraces: [], notes: []) else { continue }
+                verdicts.append(gate.judge(&extra, policy: leakPolicy))
+                gated.append(extra)
+            }
+        }
         if temporary && keepTrace {
             standardError("heapgen: kept the trace \(root)\(written.count > 1 ? " and \(written.count - 1) more next to it" : "")\n")
         }
         // The gate: the program has exited, so its output is complete whatever the verdict.
         if !verdicts.isEmpty {
-            try gate.finish(verdicts, reports: results)
+            try gate.finish(verdicts, reports: gated)
             if verdicts.contains(where: \.failed) && gate.enforcing { throw ExitCode(ExitCodes.gateFailed) }
         }
         if status != 0 { throw ExitCode(status) }
