@@ -221,7 +221,7 @@ final class ControlChannel {
         _ = hg_leak_scan(seg.pid, addresses, sizes, blocks.count, &marked, Self.scanMaxBytes,
                          Self.scanMaxNanoseconds, requesterSP, &result)
         if result.ptrace_error != 0 && result.error == 0 && result.aborted == 0 {
-            printDiagnostic("note: the leak scan could not stop the threads of process \(seg.pid) (\(errorString(result.ptrace_error)); see /proc/sys/kernel/yama/ptrace_scope): their registers were not read and whole stacks of other threads counted as roots, so a leak may be missed")
+            printDiagnostic("note: the leak scan could not stop the threads of process \(seg.pid) (\(errorString(result.ptrace_error)): another tracer, or a ptrace restriction such as /proc/sys/kernel/yama/ptrace_scope): their registers were not read and whole stacks of other threads counted as roots, so a leak may be missed")
         }
         if result.error != 0 || result.aborted != 0 {
             let why: String

@@ -164,6 +164,23 @@ final class LeakParityTests: XCTestCase {
         XCTAssertEqual(v.lost, Verdict(blocks: 1, bytes: 200))
     }
 
+    /// A child its parent already traces (PTRACE_TRACEME): the collector may not stop its
+    /// threads, says so, and bounds the requesting thread's stack by the stack pointer the
+    /// shim sent: the pointer in the dead frame still keeps nothing alive.
+    func testWithoutPtraceTheRequestersStackPointerBoundsTheStack() throws {
+        let exe = try Fixture.build("leakparity.c")
+        XCTAssertStatus(try runProcess(exe, ["traced"]), 0)
+        let (result, _, leaked) = try heapgen(exe, ["traced"], flags: ["--fail-on", "leaked"])
+        XCTAssertStatus(result, 23)
+        XCTAssertEqual(leaked.count, 0, "the parent leaks nothing")
+        let lines = result.stderrLines
+        XCTAssertTrue(lines.contains { $0.hasPrefix("heapgen: note: the leak scan could not stop the threads of process ")
+                                       && $0.contains("(Operation not permitted: another tracer") }, result.transcript)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("heapgen: gate failed: 1 leaked site (48 B in 1 block): blocks at leave_in_frame") },
+                      result.transcript)
+        XCTAssertTrue(lines.contains("SUMMARY: heapgen: 48 byte(s) leaked in 1 allocation(s)."), result.transcript)
+    }
+
     /// deepmain loads deepplugin with RTLD_DEEPBIND: the plugin's malloc and free bind inside
     /// it, past the preloaded shim, unless the shim rebinds them. The plugin frees a block of
     /// main's; missed, it would stay live and unreachable: a false leak.

@@ -12,12 +12,15 @@
  *   cycle       three 32 B blocks pointing at each other in a ring: 3 leaked, 96 B
  *   ninetenths  10 blocks of 96 B from one site, one kept: 9 leaked, 864 B
  *   fork        the child leaks 200 B and exits normally; the parent leaks nothing
+ *   traced      like fork, but the child is already ptraced by its parent (PTRACE_TRACEME)
+ *               and leaks its 48 B in a dead frame: no one else may stop its threads
  *   none        blocks all kept in globals: none leaked
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -124,6 +127,16 @@ int main(int argc, char **argv) {
         if (child == 0) {
             lose(200);
             scrub();
+            exit(0);
+        }
+        int status = 0;
+        waitpid(child, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 9;
+    } else if (strcmp(mode, "traced") == 0) {
+        pid_t child = fork();
+        if (child == 0) {
+            if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0) _exit(8);
+            deep_frame();
             exit(0);
         }
         int status = 0;
