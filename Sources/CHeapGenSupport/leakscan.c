@@ -196,7 +196,10 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
         if (sscanf(line, "%llx-%llx %7s %*s %*s %*s%n", &start, &end, perms, &consumed) < 3)
             continue;
         int libc = is_libc_path(line);
-        int allocator = libc || (start == libc_end && line[consumed] == '\n');
+        const char *rest = line + consumed;
+        while (*rest == ' ') rest++;
+        /* libc's .bss: the anonymous mapping right after its file mappings */
+        int allocator = libc || (start == libc_end && (*rest == '\n' || *rest == '\0'));
         if (libc) libc_end = end;
         if (perms[0] != 'r' || perms[1] != 'w')
             continue;
