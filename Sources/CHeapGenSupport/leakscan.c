@@ -31,6 +31,7 @@ typedef struct scan_state {
 /* One root mapping; `allocator` marks libc's writable data (its malloc state). */
 typedef struct root_region {
     uint64_t start, end;
+    uint64_t low_sp;            /* lowest stack pointer inside, or UINT64_MAX */
     int allocator;
 } root_region;
 
@@ -171,12 +172,41 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
     }
     s.work = malloc((n ? n : 1) * sizeof(size_t));
     s.buf = malloc(SCAN_CHUNK);
+    hg_thread_state *threads = calloc(HG_SCAN_MAX_THREADS, sizeof *threads);
+    if (s.work == NULL || s.buf == NULL || threads == NULL) {
+        result->error = ENOMEM;
+        free(s.work);
+        free(s.buf);
+        free(threads);
+        result->elapsed_ns = mono_ns() - t0;
+        return -1;
+    }
+
+    /* Stop the threads first, then read the map: a thread started (and its
+     * stack mapped) meanwhile is stopped too, and its stack is in the map.
+     * Their registers are roots, and their stacks count from the stack
+     * pointer up (LeakSanitizer and valgrind do the same). */
+    int stopped = hg_threads_stop(pid, threads, HG_SCAN_MAX_THREADS);
+    if (stopped < 0) {
+        result->ptrace_error = -stopped;
+        stopped = 0;
+    }
+    result->threads_stopped = (uint32_t)stopped;
     char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *dir = opendir(path);
+    if (dir != NULL) {
+        struct dirent *d;
+        while ((d = readdir(dir)) != NULL)
+            if (d->d_name[0] != '.') result->threads++;
+        closedir(dir);
+    }
     snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
     FILE *maps = fopen(path, "re");
-    if (s.work == NULL || s.buf == NULL || maps == NULL) {
-        result->error = maps == NULL ? errno : ENOMEM;
-        if (maps) fclose(maps);
+    if (maps == NULL) {
+        result->error = errno;
+        hg_threads_resume(threads, stopped);
+        free(threads);
         free(s.work);
         free(s.buf);
         result->elapsed_ns = mono_ns() - t0;
@@ -215,6 +245,7 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
         }
         regions[count].start = start;
         regions[count].end = end;
+        regions[count].low_sp = UINT64_MAX;
         regions[count].allocator = allocator;
         count++;
     }
@@ -226,38 +257,19 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
         rc = -1;
     }
 
-    /* Stop the threads: their registers are roots, and their stacks count
-     * from the stack pointer up (LeakSanitizer and valgrind do the same). */
-    hg_thread_state *threads = rc == 0 ? calloc(HG_SCAN_MAX_THREADS, sizeof *threads) : NULL;
-    int stopped = 0;
-    if (rc == 0 && threads == NULL) {
-        result->error = ENOMEM;
-        rc = -1;
-    }
     if (rc == 0) {
-        stopped = hg_threads_stop(pid, threads, HG_SCAN_MAX_THREADS);
-        if (stopped < 0) {
-            result->ptrace_error = -stopped;
-            stopped = 0;
-        }
-        result->threads_stopped = (uint32_t)stopped;
-        char task[64];
-        snprintf(task, sizeof task, "/proc/%d/task", (int)pid);
-        DIR *dir = opendir(task);
-        if (dir != NULL) {
-            struct dirent *d;
-            while ((d = readdir(dir)) != NULL)
-                if (d->d_name[0] != '.') result->threads++;
-            closedir(dir);
-        }
-        /* Lowest live address of each region that holds a stack pointer. */
+        /* A region holding stack pointers is live from the lowest of them up
+         * (threads sharing one mapping keep every live frame). Without ptrace,
+         * only the requester's SP is known. */
         for (int t = 0; t <= stopped; t++) {
             uint64_t sp = t < stopped ? threads[t].sp : requester_sp;
-            if (t == stopped && (stopped > 0 || sp == 0)) break;  /* the requester's SP: only without ptrace */
+            if (t == stopped && (stopped > 0 || sp == 0)) break;
             long k = region_of(regions, count, sp);
-            if (k < 0) continue;
-            uint64_t live = sp & ~7ull;
-            if (live > regions[k].start) {
+            if (k >= 0 && sp < regions[k].low_sp) regions[k].low_sp = sp;
+        }
+        for (size_t k = 0; k < count; k++) {
+            uint64_t live = regions[k].low_sp & ~7ull;
+            if (regions[k].low_sp != UINT64_MAX && live > regions[k].start) {
                 result->dead_stack_bytes += live - regions[k].start;
                 regions[k].start = live;
             }
