@@ -58,7 +58,7 @@ struct RunCommand: ParsableCommand {
         valueName: "duration"))
     var settle: String?
 
-    @Flag(help: "At exit, find the blocks nothing references any more (a conservative reachability scan, like LeakSanitizer) and record them: the report calls sites whose blocks at exit are all unreachable 'leaked'.")
+    @Flag(help: "At exit, find the blocks nothing references any more (a conservative reachability scan, like LeakSanitizer) and record them: the report calls sites with unreachable blocks at exit 'leaked', with their blocks and bytes.")
     var leaks = false
 
     @OptionGroup(title: "Report options") var report: ReportOptions
