@@ -164,6 +164,26 @@ final class LeakParityTests: XCTestCase {
         XCTAssertEqual(v.lost, Verdict(blocks: 1, bytes: 200))
     }
 
+    /// Stopping the threads for the scan is invisible to the program: a read() and a
+    /// nanosleep() in progress go on (the kernel restarts them), output and status are
+    /// those of the run without heapgen.
+    func testThreadsStoppedForTheScanDoNotNotice() throws {
+        let exe = try Fixture.build("leakparity.c")
+        let native = try runProcess(exe, ["blocked"])
+        XCTAssertStatus(native, 0)
+        XCTAssertEqual(native.stdoutText, "main done\n")
+        for _ in 1...3 {
+            let rec = try HeapGenCLI.recording(exe, ["blocked"], flags: ["--quiet", "--leaks"])
+            XCTAssertStatus(rec.result, 0)
+            XCTAssertEqual(rec.result.stdout, native.stdout, rec.result.transcript)
+            var scanned = false
+            for record in try HeapGenCLI.records(rec.trace) {
+                if case let .unreachable(addresses) = record { scanned = true; XCTAssertEqual(addresses, []) }
+            }
+            XCTAssertTrue(scanned, "the scan ran")
+        }
+    }
+
     /// A child its parent already traces (PTRACE_TRACEME): the collector may not stop its
     /// threads, says so, and bounds the requesting thread's stack by the stack pointer the
     /// shim sent: the pointer in the dead frame still keeps nothing alive.

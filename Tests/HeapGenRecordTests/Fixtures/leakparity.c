@@ -14,9 +14,13 @@
  *   fork        the child leaks 200 B and exits normally; the parent leaks nothing
  *   traced      like fork, but the child is already ptraced by its parent (PTRACE_TRACEME)
  *               and leaks its 48 B in a dead frame: no one else may stop its threads
+ *   blocked     threads blocked in read() and nanosleep() while the scan stops them:
+ *               they must not see it (each says so if its call returned early);
+ *               a destructor waits 200 ms after exit so that they could
  *   none        blocks all kept in globals: none leaked
  */
 #include <pthread.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +95,28 @@ __attribute__((noipa)) void scrub(void) {
     for (size_t i = 0; i < sizeof junk; i++) junk[i] = 0;
 }
 
+static int pipe_fds[2];
+static volatile int linger;
+
+static void *blocked_reader(void *arg) {
+    char c;
+    if (read(pipe_fds[0], &c, 1) < 0) write(1, "read interrupted\n", 17);
+    else write(1, "read returned\n", 14);
+    return arg;
+}
+
+static void *blocked_sleeper(void *arg) {
+    struct timespec t = { 30, 0 };
+    if (nanosleep(&t, NULL) != 0) write(1, "sleep interrupted\n", 18);
+    return arg;
+}
+
+/* Runs after the scan: a thread woken by it would have the time to say so. */
+__attribute__((destructor)) static void wait_a_little(void) {
+    struct timespec t = { 0, 200000000 };
+    if (linger) nanosleep(&t, NULL);
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "none";
     if (strcmp(mode, "deadframe") == 0) {
@@ -132,6 +158,16 @@ int main(int argc, char **argv) {
         int status = 0;
         waitpid(child, &status, 0);
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 9;
+    } else if (strcmp(mode, "blocked") == 0) {
+        if (pipe(pipe_fds) != 0) return 7;
+        keep[0] = malloc(24);
+        pthread_t a, b;
+        pthread_create(&a, NULL, blocked_reader, NULL);
+        pthread_create(&b, NULL, blocked_sleeper, NULL);
+        struct timespec t = { 0, 50000000 };
+        nanosleep(&t, NULL);
+        write(1, "main done\n", 10);
+        linger = 1;
     } else if (strcmp(mode, "traced") == 0) {
         pid_t child = fork();
         if (child == 0) {
