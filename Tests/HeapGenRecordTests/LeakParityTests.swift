@@ -176,11 +176,13 @@ final class LeakParityTests: XCTestCase {
             let rec = try HeapGenCLI.recording(exe, ["blocked"], flags: ["--quiet", "--leaks"])
             XCTAssertStatus(rec.result, 0)
             XCTAssertEqual(rec.result.stdout, native.stdout, rec.result.transcript)
-            var scanned = false
+            var scans = 0
             for record in try HeapGenCLI.records(rec.trace) {
-                if case let .unreachable(addresses) = record { scanned = true; XCTAssertEqual(addresses, []) }
+                if case let .unreachable(addresses) = record { scans += 1; XCTAssertEqual(addresses, []) }
             }
-            XCTAssertTrue(scanned, "the scan ran")
+            XCTAssertEqual(scans, 2, "the program's scan, then the one at exit")
+            // The program's scan stopped its three threads.
+            XCTAssertTrue(rec.result.stderrText.contains("\"threads\":3,\"threadsStopped\":3,"), rec.result.transcript)
         }
     }
 

@@ -14,9 +14,10 @@
  *   fork        the child leaks 200 B and exits normally; the parent leaks nothing
  *   traced      like fork, but the child is already ptraced by its parent (PTRACE_TRACEME)
  *               and leaks its 48 B in a dead frame: no one else may stop its threads
- *   blocked     threads blocked in read() and nanosleep() while the scan stops them:
- *               they must not see it (each says so if its call returned early);
- *               a destructor waits 200 ms after exit so that they could
+ *   blocked     threads blocked in read() and nanosleep() while a scan (asked for
+ *               mid-run with heapgen_control, when heapgen runs it) stops them:
+ *               they must not see it (each says so if its call returned early;
+ *               main waits 200 ms after the scan so that they could)
  *   none        blocks all kept in globals: none leaked
  */
 #include <pthread.h>
@@ -27,6 +28,7 @@
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "heapgen.h"
 
 void *volatile keep[16];
 __thread void *volatile tls_main;     /* extern and volatile: the stores stay */
@@ -96,7 +98,6 @@ __attribute__((noipa)) void scrub(void) {
 }
 
 static int pipe_fds[2];
-static volatile int linger;
 
 static void *blocked_reader(void *arg) {
     char c;
@@ -109,12 +110,6 @@ static void *blocked_sleeper(void *arg) {
     struct timespec t = { 30, 0 };
     if (nanosleep(&t, NULL) != 0) write(1, "sleep interrupted\n", 18);
     return arg;
-}
-
-/* Runs after the scan: a thread woken by it would have the time to say so. */
-__attribute__((destructor)) static void wait_a_little(void) {
-    struct timespec t = { 0, 200000000 };
-    if (linger) nanosleep(&t, NULL);
 }
 
 int main(int argc, char **argv) {
@@ -166,8 +161,17 @@ int main(int argc, char **argv) {
         pthread_create(&b, NULL, blocked_sleeper, NULL);
         struct timespec t = { 0, 50000000 };
         nanosleep(&t, NULL);
+        if (heapgen_control) {      /* weak: NULL without heapgen */
+            char answer[512];
+            long n = heapgen_control("{\"op\":\"scan\"}", answer, sizeof answer);
+            if (n > 0) {            /* the answer to stderr: stdout stays the program's */
+                write(2, answer, strnlen(answer, sizeof answer));
+                write(2, "\n", 1);
+            }
+        }
+        t.tv_nsec = 200000000;      /* a thread the scan woke would speak now */
+        nanosleep(&t, NULL);
         write(1, "main done\n", 10);
-        linger = 1;
     } else if (strcmp(mode, "traced") == 0) {
         pid_t child = fork();
         if (child == 0) {
