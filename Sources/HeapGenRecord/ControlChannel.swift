@@ -209,6 +209,11 @@ final class ControlChannel {
             guard let heap = seg.liveHeap else {
                 return .failure(ControlJSONError(description: "no leak scan in a forked child that is not followed"))
             }
+            // A raw clone() announces no fork: what it inherited is unknown, and a block
+            // referenced only from an unknown one would be called leaked.
+            guard seg.raw.pointee.parent_fork_id != 0 else {
+                return .failure(ControlJSONError(description: "no leak scan in a child started by a raw clone(): the blocks it inherited are unknown"))
+            }
             tracker = heap
         }
         let blocks = tracker.liveBlocks()
