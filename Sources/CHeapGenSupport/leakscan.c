@@ -25,6 +25,8 @@ typedef struct scan_state {
     uint64_t *buf;
     uint64_t max_bytes, deadline;
     int starts_only;            /* allocator data: only a block's start is a reference */
+    size_t leader;              /* classify pass: the direct block whose marking runs, else (size_t)-1 */
+    uint64_t *owners;           /* classify pass: owner index of each indirect block */
     hg_scan_result *r;
 } scan_state;
 
@@ -78,7 +80,17 @@ static void scan_words(scan_state *s, const uint64_t *words, size_t count)
         uint64_t p = words[k];
         if (p < s->lo || p >= s->hi) continue;
         size_t i = find_block(s, p);
-        if (i == (size_t)-1 || s->marked[i]) continue;
+        if (i == (size_t)-1) continue;
+        if (s->leader != (size_t)-1) {
+            /* classify pass: an unreached block (a former leader included) joins
+             * the running leader's clique; reachable and indirect blocks stay. */
+            if (s->marked[i] != 0 || i == s->leader) continue;
+            s->marked[i] = 2;
+            s->owners[i] = s->leader;
+            s->work[s->work_len++] = i;
+            continue;
+        }
+        if (s->marked[i]) continue;
         /* glibc's main_arena.top and bins hold chunk headers: the header of the
          * chunk after block i lies inside block i's last 8 bytes whenever its size
          * is 8 modulo 16 or so. The allocator holds no interior pointers of its own. */
@@ -147,8 +159,8 @@ static long region_of(const root_region *regions, size_t count, uint64_t sp)
 }
 
 int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t n,
-                 uint8_t *marked, uint64_t max_bytes, uint64_t max_ns, uint64_t requester_sp,
-                 hg_scan_result *result)
+                 uint8_t *marked, uint64_t *owners, uint64_t max_bytes, uint64_t max_ns,
+                 uint64_t requester_sp, hg_scan_result *result)
 {
     memset(result, 0, sizeof *result);
     uint64_t t0 = mono_ns();
@@ -161,6 +173,8 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
     s.max_bytes = max_bytes;
     s.deadline = t0 + max_ns;
     s.r = result;
+    s.leader = (size_t)-1;
+    s.owners = owners;
     if (n > 0) {
         memset(marked, 0, n);
         s.lo = addrs[0];
@@ -291,6 +305,33 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
     while (rc == 0 && s.work_len > 0) {
         size_t i = s.work[--s.work_len];
         rc = scan_range(&s, addrs[i], addrs[i] + sizes[i]);
+    }
+    /* Direct and indirect leaks, valgrind's rule (memcheck's lc_scan cliques):
+     * each unreached block not yet indirect, in address order, marks the
+     * unreached blocks it reaches as indirect, owned by it. A leader reached
+     * by a later one becomes indirect too (its clique follows the chain), so
+     * a cycle of unreached blocks is one direct leak (the first in address
+     * order that no other reaches) and the rest indirect. */
+    if (rc == 0 && owners != NULL) {
+        for (size_t i = 0; i < n; i++) owners[i] = i;
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            if (marked[i] != 0) continue;
+            s.leader = i;
+            rc = scan_range(&s, addrs[i], addrs[i] + sizes[i]);
+            while (rc == 0 && s.work_len > 0) {
+                size_t j = s.work[--s.work_len];
+                rc = scan_range(&s, addrs[j], addrs[j] + sizes[j]);
+            }
+            s.work_len = 0;
+        }
+        s.leader = (size_t)-1;
+        /* Each indirect block's owner: the end of its chain, a direct block. */
+        for (size_t i = 0; i < n; i++) {
+            if (marked[i] != 2) continue;
+            size_t o = (size_t)owners[i];
+            while (marked[o] == 2) o = (size_t)owners[o];
+            owners[i] = o;
+        }
     }
     /* The heap is read while the threads are stopped: a thread that ran on
      * could move a pointer from a register into a block already scanned. */

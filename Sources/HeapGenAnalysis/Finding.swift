@@ -75,6 +75,14 @@ public struct Finding: Codable, Sendable, Equatable {
     public var leakedObjects: UInt64?
     /// Leaked findings: requested bytes of those blocks; `nil` for other kinds.
     public var leakedBytes: UInt64?
+    /// Leaked findings: of ``leakedObjects``, the blocks only another unreachable block
+    /// reaches (indirect leaks, valgrind's and LeakSanitizer's split); `nil` for other kinds.
+    public var indirectObjects: UInt64?
+    /// Leaked findings: requested bytes of those indirect blocks.
+    public var indirectBytes: UInt64?
+    /// Leaked findings: the sites of the direct leaks owning the indirect ones (sorted);
+    /// `nil` when there are none.
+    public var leakOwners: [SiteID]?
 
     /// Creates a finding (the analyzer makes these; public for tests and tools).
     public init(kind: Kind, stackID: UInt32, typeID: UInt32, typeName: String?, cycles: Int,
@@ -119,7 +127,7 @@ public struct Finding: Codable, Sendable, Equatable {
         case objectsSeries = "objectsPerCycle", bytesSeries = "bytesPerCycle"
         case survivingObjects, survivingBytes, averageBytesPerCycle, averageObjectsPerCycle, firstCycleWithGrowth
         case snapshotObjects, snapshotBytes, liveAtExitObjects, liveAtExitBytes
-        case leakedObjects, leakedBytes
+        case leakedObjects, leakedBytes, indirectObjects, indirectBytes, leakOwners
     }
 
     /// Report order: kind (abandoned, leaked, cache), then average bytes per cycle

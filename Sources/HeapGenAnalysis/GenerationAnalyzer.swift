@@ -99,6 +99,9 @@ public struct GenerationAnalyzer {
     /// Addresses from the trace's `unreachable` records (a leak scan at exit), still
     /// unreachable: an address allocated again after the scan is dropped. Nil: no scan.
     var scannedUnreachable: Set<UInt64>?
+    /// From the trace's `indirectLeaks` records: each indirectly leaked block's owner
+    /// (a directly leaked block), by address; dropped like ``scannedUnreachable``.
+    var scannedOwners: [UInt64: UInt64] = [:]
 
     /// Pending reallocs kept before the oldest half is dropped.
     static let maxPendingReallocs = 4096
@@ -201,6 +204,8 @@ public struct GenerationAnalyzer {
         case let .unreachable(addresses):
             if scannedUnreachable == nil { scannedUnreachable = [] }
             scannedUnreachable!.formUnion(addresses)
+        case let .indirectLeaks(leaks):
+            for leak in leaks { scannedOwners[leak.address] = leak.owner }
         case let .process(record):
             process = record
         case let .end(record):
@@ -228,6 +233,7 @@ public struct GenerationAnalyzer {
         let block = Block(size: size, site: site, epoch: epoch)
         // A block allocated after the leak scan is not the one the scan judged.
         if scannedUnreachable != nil { scannedUnreachable!.remove(address) }
+        if !scannedOwners.isEmpty { scannedOwners[address] = nil }
         if let old = table.insert(address, block) {
             totals.duplicateAllocations &+= 1
             released(old)

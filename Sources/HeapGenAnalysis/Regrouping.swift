@@ -158,6 +158,11 @@ struct SiteTotals {
     var exit = ObjectsAndBytes()
     var unreachableObjects = 0
     var unreachableBytes = 0
+    /// Of the unreachable blocks, those reached from another unreachable block.
+    var indirectObjects = 0
+    var indirectBytes = 0
+    /// The sites of the direct leaks that own the indirect ones.
+    var owners: Set<SiteID> = []
 
     mutating func add(_ other: SiteTotals) {
         survivors.objects &+= other.survivors.objects
@@ -166,6 +171,9 @@ struct SiteTotals {
         exit.bytes &+= other.exit.bytes
         unreachableObjects &+= other.unreachableObjects
         unreachableBytes &+= other.unreachableBytes
+        indirectObjects &+= other.indirectObjects
+        indirectBytes &+= other.indirectBytes
+        owners.formUnion(other.owners)
     }
 }
 
@@ -191,6 +199,11 @@ struct RegroupingData: Sendable, Equatable {
     var unreachable: [Int] = []
     /// Requested bytes of those blocks, per site; empty without leak classification.
     var unreachableBytes: [Int] = []
+    /// Per site, of those: the indirectly leaked blocks and bytes; empty without classification.
+    var indirect: [Int] = []
+    var indirectBytes: [Int] = []
+    /// Per site index: the sites owning its indirect leaks.
+    var owners: [Int: Set<SiteID>] = [:]
     /// Site indices of ``Analysis/regroupingCandidates``, by stack id, then type id.
     var candidates: [UInt32] = []
     /// Every stack definition of the trace, and where it was defined.
@@ -200,7 +213,10 @@ struct RegroupingData: Sendable, Equatable {
     func totals(of s: Int) -> SiteTotals {
         SiteTotals(survivors: survivors[s], exit: exit[s],
                    unreachableObjects: unreachable.isEmpty ? 0 : unreachable[s],
-                   unreachableBytes: unreachableBytes.isEmpty ? 0 : unreachableBytes[s])
+                   unreachableBytes: unreachableBytes.isEmpty ? 0 : unreachableBytes[s],
+                   indirectObjects: indirect.isEmpty ? 0 : indirect[s],
+                   indirectBytes: indirectBytes.isEmpty ? 0 : indirectBytes[s],
+                   owners: owners[s] ?? [])
     }
 
     /// Derived from the trace the analysis describes: not part of the analysis's identity.
@@ -268,6 +284,9 @@ extension Finding {
         if kind == .leaked {
             leakedObjects = UInt64(clamping: totals.unreachableObjects)
             leakedBytes = UInt64(clamping: totals.unreachableBytes)
+            indirectObjects = UInt64(clamping: totals.indirectObjects)
+            indirectBytes = UInt64(clamping: totals.indirectBytes)
+            if !totals.owners.isEmpty { leakOwners = totals.owners.sorted() }
         }
         objectsSeries = verdict.objectDeltas
         bytesSeries = verdict.byteDeltas

@@ -220,10 +220,11 @@ final class ControlChannel {
         let addresses = blocks.map(\.address)
         let sizes = blocks.map(\.size)
         var marked = [UInt8](repeating: 0, count: blocks.count)
+        var owners = [UInt64](repeating: 0, count: blocks.count)
         var result = hg_scan_result()
         // The requester's stack pointer bounds its stack when the threads cannot be stopped.
         let requesterSP = Self.address(fields["sp"]) ?? 0
-        _ = hg_leak_scan(seg.pid, addresses, sizes, blocks.count, &marked, Self.scanMaxBytes,
+        _ = hg_leak_scan(seg.pid, addresses, sizes, blocks.count, &marked, &owners, Self.scanMaxBytes,
                          Self.scanMaxNanoseconds, requesterSP, &result)
         if result.ptrace_error != 0 && result.error == 0 && result.aborted == 0 {
             printDiagnostic("note: the leak scan could not stop the threads of process \(seg.pid) (\(errorString(result.ptrace_error)): another tracer, or a ptrace restriction such as /proc/sys/kernel/yama/ptrace_scope): their registers were not read and whole stacks of other threads counted as roots, so a leak may be missed")
@@ -243,10 +244,15 @@ final class ControlChannel {
             return .failure(ControlJSONError(description: why))
         }
         var unreachable: [UInt64] = []
-        for i in marked.indices where marked[i] == 0 { unreachable.append(addresses[i]) }
+        var indirect: [IndirectLeak] = []
+        for i in marked.indices where marked[i] != 1 {
+            unreachable.append(addresses[i])
+            if marked[i] == 2 { indirect.append(IndirectLeak(address: addresses[i], owner: addresses[Int(owners[i])])) }
+        }
         seg.writer.unreachable(unreachable)
+        seg.writer.indirectLeaks(indirect)
         return .success("""
-            {"ok":true,"op":"scan","unreachable":\(unreachable.count),"live":\(blocks.count),\
+            {"ok":true,"op":"scan","unreachable":\(unreachable.count),"indirect":\(indirect.count),"live":\(blocks.count),\
             "scannedBytes":\(result.scanned_bytes),"rootBytes":\(result.root_bytes),\
             "rootRegions":\(result.root_regions),"threads":\(result.threads),\
             "threadsStopped":\(result.threads_stopped),"deadStackBytes":\(result.dead_stack_bytes),\

@@ -45,6 +45,20 @@ extension Report {
         public var leakedBlocks: UInt64?
         /// Leaked findings: requested bytes of those blocks; `nil` (not written) otherwise.
         public var leakedBytes: UInt64?
+        /// Leaked findings: of ``leakedBlocks``, those no other unreachable block reaches
+        /// (direct leaks, as LeakSanitizer and valgrind's "definitely lost" count them).
+        public var directBlocks: UInt64?
+        /// Leaked findings: requested bytes of the direct blocks.
+        public var directBytes: UInt64?
+        /// Leaked findings: blocks reached only from another unreachable block (indirect
+        /// leaks, valgrind's "indirectly lost").
+        public var indirectBlocks: UInt64?
+        /// Leaked findings: requested bytes of the indirect blocks.
+        public var indirectBytes: UInt64?
+        /// Leaked findings with indirect blocks: indices in the report's ``Report/findings`` of
+        /// the findings whose direct blocks own them (a suppressed owner suppresses a finding
+        /// that has only blocks it owns); `nil` when there are none.
+        public var ownerFindings: [Int]?
 
         /// Creates a finding.
         public init(kind: Kind, typeName: String?, frames: [Frame], userFrame: Int?, cycles: Int,
@@ -117,7 +131,7 @@ extension Report {
             case kind, typeName, frames, userFrame, cycles, cyclesWithGrowth
             case objectsSeries = "objectsPerCycle", bytesSeries = "bytesPerCycle"
             case averageBytesPerCycle, survivingObjects, survivingBytes
-            case leakedBlocks, leakedBytes
+            case leakedBlocks, leakedBytes, directBlocks, directBytes, indirectBlocks, indirectBytes, ownerFindings
         }
 
         /// Derived fields: written for readers, recomputed (not read) when decoding.
@@ -141,6 +155,11 @@ extension Report {
             try c.encode(survivingBytes, forKey: .survivingBytes)
             try c.encodeIfPresent(leakedBlocks, forKey: .leakedBlocks)
             try c.encodeIfPresent(leakedBytes, forKey: .leakedBytes)
+            try c.encodeIfPresent(directBlocks, forKey: .directBlocks)
+            try c.encodeIfPresent(directBytes, forKey: .directBytes)
+            try c.encodeIfPresent(indirectBlocks, forKey: .indirectBlocks)
+            try c.encodeIfPresent(indirectBytes, forKey: .indirectBytes)
+            try c.encodeIfPresent(ownerFindings, forKey: .ownerFindings)
             var derived = encoder.container(keyedBy: DerivedKeys.self)
             try derived.encode(inLibraries, forKey: .inLibraries)
         }

@@ -242,6 +242,12 @@ public enum TextReport {
             c.leakedBlocks = (a.leakedBlocks ?? 0) + (b.leakedBlocks ?? 0)
             c.leakedBytes = (a.leakedBytes ?? 0) + (b.leakedBytes ?? 0)
         }
+        if a.directBlocks != nil || b.directBlocks != nil {
+            c.directBlocks = (a.directBlocks ?? 0) + (b.directBlocks ?? 0)
+            c.directBytes = (a.directBytes ?? 0) + (b.directBytes ?? 0)
+            c.indirectBlocks = (a.indirectBlocks ?? 0) + (b.indirectBlocks ?? 0)
+            c.indirectBytes = (a.indirectBytes ?? 0) + (b.indirectBytes ?? 0)
+        }
         return c
     }
 
@@ -261,6 +267,13 @@ public enum TextReport {
             detail += "   leaked: \(HumanUnits.plural(blocks, "block")), \(HumanUnits.bytes(f.leakedBytes ?? 0))"
         }
         lines.append(detail)
+        // LeakSanitizer's split, its words: "Direct leak of 24 byte(s) in 1 object(s)".
+        if let blocks = f.directBlocks, blocks > 0 {
+            lines.append("     Direct leak of \(f.directBytes ?? 0) byte(s) in \(blocks) object(s)")
+        }
+        if let blocks = f.indirectBlocks, blocks > 0 {
+            lines.append("     Indirect leak of \(f.indirectBytes ?? 0) byte(s) in \(blocks) object(s)")
+        }
         lines += stack(f.frames, from: f.userFrame, style)
         return lines
     }

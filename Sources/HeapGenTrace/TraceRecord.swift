@@ -28,6 +28,10 @@ public enum TraceRecord: Sendable, Equatable {
     /// program's exit) found live but referenced by nothing: their addresses, ascending.
     /// A trace may hold several such records (a long list is split); they add up.
     case unreachable([UInt64])
+    /// Of those unreachable blocks, the indirectly leaked ones (reached only from another
+    /// unreachable block), each with the directly leaked block that owns it (valgrind's
+    /// rule; see docs/trace-format.md). Unreachable blocks not listed are direct leaks.
+    case indirectLeaks([IndirectLeak])
     /// The last record.
     case end(EndRecord)
 }
@@ -45,6 +49,7 @@ enum RecordTag {
     static let threadStart: UInt8 = 0x15
     static let lost: UInt8 = 0x16
     static let unreachable: UInt8 = 0x17
+    static let indirectLeaks: UInt8 = 0x18
     static let process: UInt8 = 0x20
     static let end: UInt8 = 0x21
     static let `extension`: UInt8 = 0x7F
@@ -66,4 +71,19 @@ enum TraceFormat {
     static let maxArguments = 65_536
     /// Addresses in one `unreachable` record (writers split longer lists).
     static let maxUnreachable = 65_536
+}
+
+/// An indirectly leaked block of an `indirectLeaks` record: unreachable, but reached from
+/// the unreachable block `owner` (a direct leak).
+public struct IndirectLeak: Sendable, Equatable, Hashable {
+    /// The indirectly leaked block's address.
+    public var address: UInt64
+    /// The address of the directly leaked block that owns it.
+    public var owner: UInt64
+
+    /// Creates an entry.
+    public init(address: UInt64, owner: UInt64) {
+        self.address = address
+        self.owner = owner
+    }
 }

@@ -308,6 +308,31 @@ public final class TraceWriter {
         } while start < sorted.count
     }
 
+    /// Appends `indirectLeaks` records for `leaks` (sorted by address here; split into
+    /// records of at most 65536 entries). Nothing for an empty list.
+    public func indirectLeaks(_ leaks: [IndirectLeak]) {
+        guard writable, !leaks.isEmpty else { return }
+        let sorted = leaks.sorted { $0.address < $1.address }
+        var start = 0
+        while start < sorted.count {
+            let end = min(sorted.count, start + TraceFormat.maxUnreachable)
+            reserve(1 + Varint.maxBytes + (end - start) * 2 * Varint.maxBytes)
+            let p = buffer
+            var i = position
+            p[i] = RecordTag.indirectLeaks
+            i = Varint.put(UInt64(end - start), into: p, at: i &+ 1)
+            var previous: UInt64 = 0
+            for k in start..<end {
+                i = Varint.put(Varint.zigzag(sorted[k].address &- previous), into: p, at: i)
+                i = Varint.put(Varint.zigzag(sorted[k].owner &- sorted[k].address), into: p, at: i)
+                previous = sorted[k].address
+            }
+            position = i
+            endLargeRecord()
+            start = end
+        }
+    }
+
     /// Writes the pending chunk.
     ///
     /// - Throws: ``TraceError`` (`.io`): this write's error, or the earlier ``failure``.

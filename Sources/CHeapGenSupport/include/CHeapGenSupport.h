@@ -315,12 +315,18 @@ void hg_threads_resume(const hg_thread_state *threads, int n);
  * start address is a reference, never an interior one (those are chunk
  * headers of the following chunk). Every other 8-aligned word pointing into
  * [addr, addr+max(size,1)) of a block marks it; marked blocks are scanned in
- * turn (worklist). marked[i] is set to 1 for reached blocks. Reads at most
+ * turn (worklist). marked[i] is set to 1 for reached blocks. If `owners` (n
+ * entries) is given, unreached blocks are then split as valgrind does: an
+ * unreached block reached from another unreached one is indirect (marked[i]
+ * = 2, owners[i] = index of the direct block whose clique holds it), the
+ * rest direct (marked[i] = 0); a cycle of unreached blocks is one direct
+ * block (the lowest address no other unreached block reaches) and the rest
+ * indirect. Reads at most
  * max_bytes bytes and runs at most max_ns. Returns 0 if the scan completed
  * (result->error == 0 && !aborted), else -1. */
 int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t n,
-                 uint8_t *marked, uint64_t max_bytes, uint64_t max_ns, uint64_t requester_sp,
-                 hg_scan_result *result);
+                 uint8_t *marked, uint64_t *owners, uint64_t max_bytes, uint64_t max_ns,
+                 uint64_t requester_sp, hg_scan_result *result);
 
 /* -------------------------------------------------------------- inspection */
 
