@@ -342,3 +342,21 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
     result->elapsed_ns = mono_ns() - t0;
     return rc == 0 && result->error == 0 && result->aborted == 0 ? 0 : -1;
 }
+
+ssize_t hg_read_remote_string(pid_t pid, uint64_t address, char *buf, size_t capacity)
+{
+    size_t got = 0;
+    while (got < capacity) {
+        /* Page by page: the string may end just before an unmapped page. */
+        uint64_t at = address + got;
+        size_t len = (size_t)(((at | 4095) + 1) - at);
+        if (len > capacity - got) len = capacity - got;
+        struct iovec local = { buf + got, len };
+        struct iovec remote = { (void *)(uintptr_t)at, len };
+        ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (n <= 0) return got > 0 && memchr(buf, 0, got) ? (ssize_t)strnlen(buf, got) : -1;
+        if (memchr(buf + got, 0, (size_t)n) != NULL) return (ssize_t)strnlen(buf, got + (size_t)n);
+        got += (size_t)n;
+    }
+    return -1;               /* no terminator within capacity */
+}

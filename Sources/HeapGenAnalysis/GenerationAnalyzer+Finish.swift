@@ -292,6 +292,7 @@ extension GenerationAnalyzer {
         regrouping.unreachable = unreachableObjects
         regrouping.unreachableBytes = unreachableBytes
         regrouping.indirect = indirectObjects
+        let programSuppressions = self.programSuppressions
         regrouping.indirectBytes = indirectBytes
         regrouping.owners = ownerSites.mapValues { Set($0.map { SiteID(stackID: sites[$0].stack, typeID: sites[$0].type) }) }
         regrouping.candidates = candidates
@@ -306,6 +307,7 @@ extension GenerationAnalyzer {
                                               startUnixNanoseconds: 0),
             end: end, notes: notes)
         analysis.regrouping = regrouping
+        analysis.programSuppressions = programSuppressions
         return analysis
     }
 }

@@ -102,6 +102,8 @@ public struct GenerationAnalyzer {
     /// From the trace's `indirectLeaks` records: each indirectly leaked block's owner
     /// (a directly leaked block), by address; dropped like ``scannedUnreachable``.
     var scannedOwners: [UInt64: UInt64] = [:]
+    /// From `programSuppressions` records: the program's own LeakSanitizer suppressions.
+    var programSuppressions: String?
 
     /// Pending reallocs kept before the oldest half is dropped.
     static let maxPendingReallocs = 4096
@@ -204,6 +206,8 @@ public struct GenerationAnalyzer {
         case let .unreachable(addresses):
             if scannedUnreachable == nil { scannedUnreachable = [] }
             scannedUnreachable!.formUnion(addresses)
+        case let .programSuppressions(text):
+            programSuppressions = (programSuppressions ?? "") + text + (text.hasSuffix("\n") ? "" : "\n")
         case let .indirectLeaks(leaks):
             for leak in leaks { scannedOwners[leak.address] = leak.owner }
         case let .process(record):

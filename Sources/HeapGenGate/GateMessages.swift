@@ -8,6 +8,8 @@ import HeapGenReport
 public enum GateMessages {
     /// Sites named on one `gate failed` line before `… and N more`.
     public static let maxSitesPerLine = 5
+    /// The source name of the rules a program's `__lsan_default_suppressions()` returned.
+    public static let programSuppressionsSource = "__lsan_default_suppressions"
 
     /// The verdict: one `heapgen: gate failed: …` line per failed criterion, the suppressed,
     /// known and fixed findings, warnings, and a final `SUMMARY: heapgen: …` line.
@@ -85,7 +87,9 @@ public enum GateMessages {
         var lines = ["-----------------------------------------------------", "Suppressions used:",
                      "  count      bytes template"]
         for use in v.ruleUses {
-            lines.append(pad(String(use.findings), 7) + " " + pad(String(use.bytes), 10) + " " + use.rule.description)
+            // Rules of the program's __lsan_default_suppressions() say so.
+            let origin = use.rule.source == programSuppressionsSource ? "  (from the program: \(programSuppressionsSource))" : ""
+            lines.append(pad(String(use.findings), 7) + " " + pad(String(use.bytes), 10) + " " + use.rule.description + origin)
         }
         let live = v.ruleUses.filter { $0.liveSites > 0 }
         if !live.isEmpty {

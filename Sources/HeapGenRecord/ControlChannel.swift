@@ -67,7 +67,9 @@ import Glibc
 ///   conservative reachability scan of the program's memory (`hg_leak_scan`): the threads are
 ///   stopped with ptrace, their registers are roots and their stacks count from the stack
 ///   pointer up; `sp` (optional) is the requester's stack pointer, used when ptrace is not
-///   permitted. In a forked child the live set includes the blocks it inherited. The live
+///   permitted. `lsan` (optional) is the address of the text the program's
+///   `__lsan_default_suppressions()` returned; it goes into the trace as a
+///   `programSuppressions` record. In a forked child the live set includes the blocks it inherited. The live
 ///   blocks nothing references any more are written to the trace
 ///   as an `unreachable` record. `{"ok":true,"op":"scan","unreachable":3,"live":120,
 ///   "scannedBytes":…,"rootBytes":…,"rootRegions":…,"threads":2,"threadsStopped":2,
@@ -251,6 +253,16 @@ final class ControlChannel {
         }
         seg.writer.unreachable(unreachable)
         seg.writer.indirectLeaks(indirect)
+        // The program's __lsan_default_suppressions() text: its thread waits for this answer.
+        if let at = Self.address(fields["lsan"]), at != 0 {
+            var text = [CChar](repeating: 0, count: 65_536)
+            let n = hg_read_remote_string(seg.pid, at, &text, text.count)
+            if n >= 0 {
+                seg.writer.programSuppressions(String(decoding: text.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            } else {
+                printDiagnostic("warning: cannot read the text of __lsan_default_suppressions() in process \(seg.pid) (unreadable, or longer than 64 KiB): ignored")
+            }
+        }
         return .success("""
             {"ok":true,"op":"scan","unreachable":\(unreachable.count),"indirect":\(indirect.count),"live":\(blocks.count),\
             "scannedBytes":\(result.scanned_bytes),"rootBytes":\(result.root_bytes),\

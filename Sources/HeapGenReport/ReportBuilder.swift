@@ -119,7 +119,7 @@ public struct ReportBuilder {
             totals: totals, cycles: analysis.cycles, judgedCycles: analysis.judgedCycles,
             generations: generations, findings: findings,
             liveAtExit: Report.LiveAtExit(objects: t.liveAtExitObjects, bytes: t.liveAtExitBytes, sites: Array(sites)),
-            otherTraces: otherTraces, notes: notes)
+            otherTraces: otherTraces, notes: notes, programSuppressions: analysis.programSuppressions)
     }
 
     /// The findings of `analysis` with the sites of one source path judged as one, in report

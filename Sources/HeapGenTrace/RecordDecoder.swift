@@ -147,6 +147,9 @@ struct RecordDecoder {
                 }
                 try body(.indirectLeaks(leaks))
 
+            case RecordTag.programSuppressions:
+                try body(.programSuppressions(try c.string("program suppressions")))
+
             case RecordTag.process:
                 if sawProcess { throw c.corrupt("second process record", at: start) }
                 sawProcess = true

@@ -32,6 +32,9 @@ public enum TraceRecord: Sendable, Equatable {
     /// unreachable block), each with the directly leaked block that owns it (valgrind's
     /// rule; see docs/trace-format.md). Unreachable blocks not listed are direct leaks.
     case indirectLeaks([IndirectLeak])
+    /// The text the program's `__lsan_default_suppressions()` returned at exit (LeakSanitizer's
+    /// hook): suppression lines a gate honours with the user's.
+    case programSuppressions(String)
     /// The last record.
     case end(EndRecord)
 }
@@ -50,6 +53,7 @@ enum RecordTag {
     static let lost: UInt8 = 0x16
     static let unreachable: UInt8 = 0x17
     static let indirectLeaks: UInt8 = 0x18
+    static let programSuppressions: UInt8 = 0x19
     static let process: UInt8 = 0x20
     static let end: UInt8 = 0x21
     static let `extension`: UInt8 = 0x7F

@@ -250,7 +250,7 @@ public struct TraceSummary: Sendable, Codable {
                 threads += 1
             case let .lost(count):
                 lost &+= count
-            case .unreachable, .indirectLeaks:
+            case .unreachable, .indirectLeaks, .programSuppressions:
                 break
             case let .process(record):
                 process = record

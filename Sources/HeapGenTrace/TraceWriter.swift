@@ -333,6 +333,17 @@ public final class TraceWriter {
         }
     }
 
+    /// Appends a `programSuppressions` record: the text of the program's
+    /// `__lsan_default_suppressions()` (cut to 64 KiB).
+    public func programSuppressions(_ text: String) {
+        guard writable else { return }
+        reserve(1 + Varint.maxBytes + Self.cappedCount(text))
+        buffer[position] = RecordTag.programSuppressions
+        position &+= 1
+        putString(text)
+        endLargeRecord()
+    }
+
     /// Writes the pending chunk.
     ///
     /// - Throws: ``TraceError`` (`.io`): this write's error, or the earlier ``failure``.

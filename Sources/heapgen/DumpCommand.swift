@@ -60,6 +60,8 @@ struct DumpCommand: ParsableCommand {
             return "lost \(count)"
         case let .unreachable(addresses):
             return "unreachable \(addresses.count) " + addresses.map(hex).joined(separator: " ")
+        case let .programSuppressions(text):
+            return "program_suppressions \(quoted(text))"
         case let .indirectLeaks(leaks):
             return "indirect \(leaks.count) " + leaks.map { "\(hex($0.address))<-\(hex($0.owner))" }.joined(separator: " ")
         case let .end(e):

@@ -139,4 +139,41 @@ final class LeakOwnerTests: XCTestCase {
         XCTAssertEqual(chain.stderrLines.last, "SUMMARY: heapgen: gate failed: 2 leaked sites (64 B in 2 blocks); 3 suppressed.",
                        chain.transcript)
     }
+
+    /// A program that defines __lsan_default_suppressions() (LeakSanitizer's hook) has its
+    /// lines honoured: the trace keeps them, the gate applies them with the user's and
+    /// --print-suppressions says they come from the program.
+    func testTheProgramsDefaultSuppressionsAreHonoured() throws {
+        let exe = try Fixture.build("leakowner.c", flags: ["-DLEAKOWNER_LSAN"], output: "leakowner-lsan")
+        let native = try runProcess(exe, ["owner"])
+        XCTAssertStatus(native, 0)
+
+        let rec = try HeapGenCLI.recording(exe, ["owner"], flags: ["--quiet", "--leaks"])
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdout, native.stdout)
+        let texts: [String] = try HeapGenCLI.records(rec.trace).compactMap {
+            if case let .programSuppressions(text) = $0 { return text } else { return nil }
+        }
+        XCTAssertEqual(texts, ["leak:owner_function\n"])
+
+        let passed = try HeapGenCLI.run(["run", "--fail-on", "leaked", "--print-suppressions", "--", exe, "owner"])
+        XCTAssertStatus(passed, 0)
+        let lines = passed.stderrLines
+        XCTAssertTrue(lines.contains("      2        248 leak:owner_function  (from the program: __lsan_default_suppressions)"),
+                      passed.transcript)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("heapgen: suppressed by leak:owner_function (__lsan_default_suppressions:1): blocks at make_payload") },
+                      passed.transcript)
+        XCTAssertEqual(lines.last, "SUMMARY: heapgen: gate passed: no leaked sites; 2 suppressed.", passed.transcript)
+
+        // The same program without the hook fails: the rules came from it.
+        let plain = try HeapGenCLI.run(["run", "--fail-on", "leaked", "--", try Fixture.build("leakowner.c"), "owner"])
+        XCTAssertStatus(plain, 23)
+
+        // Without --leaks the shim never looks for the hook: no record.
+        let quiet = try HeapGenCLI.recording(exe, ["owner"], flags: ["--quiet"])
+        XCTAssertStatus(quiet.result, 0)
+        XCTAssertFalse(try HeapGenCLI.records(quiet.trace).contains {
+            if case .programSuppressions = $0 { return true } else { return false }
+        })
+    }
 }

@@ -328,6 +328,11 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
                  uint8_t *marked, uint64_t *owners, uint64_t max_bytes, uint64_t max_ns,
                  uint64_t requester_sp, hg_scan_result *result);
 
+/* Reads the NUL-terminated string at `address` in process `pid` into buf
+ * (capacity bytes, terminator included). Returns its length, or -1 if it
+ * cannot be read or has no terminator within capacity. */
+ssize_t hg_read_remote_string(pid_t pid, uint64_t address, char *buf, size_t capacity);
+
 /* -------------------------------------------------------------- inspection */
 
 enum hg_inspect_result {
