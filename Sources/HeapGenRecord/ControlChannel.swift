@@ -71,7 +71,9 @@ import Glibc
 ///   `__lsan_default_suppressions()` returned; it goes into the trace as a
 ///   `programSuppressions` record. In a forked child the live set includes the blocks it inherited. The live
 ///   blocks nothing references any more are written to the trace
-///   as an `unreachable` record. `{"ok":true,"op":"scan","unreachable":3,"live":120,
+///   as an `unreachable` record, the indirect ones among them (reached only from another
+///   unreachable block) with their owners as an `indirectLeaks` record.
+///   `{"ok":true,"op":"scan","unreachable":3,"indirect":1,"live":120,
 ///   "scannedBytes":…,"rootBytes":…,"rootRegions":…,"threads":2,"threadsStopped":2,
 ///   "deadStackBytes":…,"microseconds":…}`. A scan that cannot
 ///   read the program or hits its caps (1 GiB, 20 s) answers `{"ok":false,"error":…}`, writes

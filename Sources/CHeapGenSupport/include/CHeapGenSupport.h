@@ -319,9 +319,9 @@ void hg_threads_resume(const hg_thread_state *threads, int n);
  * entries) is given, unreached blocks are then split as valgrind does: an
  * unreached block reached from another unreached one is indirect (marked[i]
  * = 2, owners[i] = index of the direct block whose clique holds it), the
- * rest direct (marked[i] = 0); a cycle of unreached blocks is one direct
- * block (the lowest address no other unreached block reaches) and the rest
- * indirect. Reads at most
+ * rest direct (marked[i] = 0); a cycle of unreached blocks that no other
+ * unreached block reaches is one direct block (its lowest address) and the
+ * rest indirect (valgrind's rule). Reads at most
  * max_bytes bytes and runs at most max_ns. Returns 0 if the scan completed
  * (result->error == 0 && !aborted), else -1. */
 int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t n,
