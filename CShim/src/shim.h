@@ -117,6 +117,10 @@ void     hg_stacks_reset(void);
 
 /* modules.c */
 int  hg_modules_contain_all(const uint64_t *pcs, uint32_t n);
+/* The text the executable's __lsan_default_suppressions() returns, or NULL
+ * (lsansupp.c; called at exit, before the leak scan). */
+const char *hg_lsan_default_suppressions(void);
+
 /* Scans now, or (nested: hg_guard > 0) marks a scan as pending. */
 void hg_modules_scan(void);
 /* Runs a pending scan; only where hg_guard == 0. */

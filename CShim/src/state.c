@@ -341,15 +341,37 @@ extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 
 /* HEAPGEN_LEAK_SCAN=1: the program is exiting; every allocation and free it made is
  * in the ring before the request, and it stays blocked here while the collector
- * reads its memory (heapgen record --leaks). Only in the image that started tracking
- * from its first allocation: a forked child inherited blocks its collector never saw. */
+ * reads its memory (heapgen record --leaks). Forked children too: the collector
+ * knows the blocks they inherited. `sp` bounds this thread's live stack when the
+ * collector may not stop the threads; the buffers are zeroed so that no stale
+ * pointer of a returned frame lies in this live one. `lsan` is the address of
+ * the text the program's __lsan_default_suppressions() returns (LeakSanitizer's
+ * hook): the collector reads it while this thread waits. */
 static void hg_leak_scan_at_exit(void *unused)
 {
     (void)unused;
-    if (g_hg_phase != 2 || g_hg.hdr == NULL || g_hg.hdr->origin != HG_ORIGIN_INIT)
+    if (g_hg_phase != 2 || g_hg.hdr == NULL || g_hg.pid != getpid())
         return;
+    static const char head[] = "{\"op\":\"scan\",\"sp\":\"0x";
+    static const char lsan[] = "\",\"lsan\":\"0x";
+    char request[96];
     char response[256];
-    (void)heapgen_control("{\"op\":\"scan\"}", response, sizeof response);
+    memset(request, 0, sizeof request);
+    memset(response, 0, sizeof response);
+    memcpy(request, head, sizeof head - 1);
+    uintptr_t sp = (uintptr_t)request;
+    size_t at = sizeof head - 1;
+    for (int shift = 60; shift >= 0; shift -= 4)
+        request[at++] = "0123456789abcdef"[(sp >> shift) & 15];
+    uintptr_t text = (uintptr_t)hg_lsan_default_suppressions();
+    if (text != 0) {
+        memcpy(request + at, lsan, sizeof lsan - 1);
+        at += sizeof lsan - 1;
+        for (int shift = 60; shift >= 0; shift -= 4)
+            request[at++] = "0123456789abcdef"[(text >> shift) & 15];
+    }
+    memcpy(request + at, "\"}", 3);
+    (void)heapgen_control(request, response, sizeof response);
 }
 
 /* Start as early as possible so library constructors' allocations count. */

@@ -51,6 +51,9 @@ public struct Analysis: Codable, Sendable, Equatable {
     public var end: EndRecord?
     /// Caveats: too few cycles to judge, lost events, ignored marks...
     public var notes: [String]
+    /// Suppression lines the program's `__lsan_default_suppressions()` returned at exit
+    /// (`heapgen record --leaks`); `nil` if it defines none.
+    public var programSuppressions: String?
     /// The curves of every site, for ``regrouped(by:)``. Neither encoded nor compared.
     var regrouping = RegroupingData()
     /// Stacks the recording cut at its frame limit (`stackTruncated` records): their
@@ -59,7 +62,7 @@ public struct Analysis: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case options, totals, marks, snapshot, generations, cycles, judgedCycles, findings, sites, siteCount
-        case typeRollups, typeNames, stacks, stackRecordIndices, modules, process, end, notes
+        case typeRollups, typeNames, stacks, stackRecordIndices, modules, process, end, notes, programSuppressions
     }
 
     init(options: AnalysisOptions, totals: AnalysisTotals, marks: [GenerationMark], snapshot: SnapshotPoint,

@@ -13,8 +13,9 @@ public struct Finding: Codable, Sendable, Equatable {
         /// grew overall, and was still above its level at the start of the judged cycles at
         /// the final snapshot: memory still referenced but never used again.
         case abandoned
-        /// Every block of the site live at the end of the trace is in
-        /// ``AnalysisOptions/unreachable``. Takes precedence over the other kinds.
+        /// Some block of the site live at the end of the trace is in
+        /// ``AnalysisOptions/unreachable`` (``leakedObjects`` of them). Takes precedence over
+        /// the other kinds.
         case leaked
         /// Not abandoned; rose above its setup level (live at the first mark) at some cycle's
         /// closing mark (in the warm-up or early cycles), then did not grow at all (thresholds
@@ -79,6 +80,19 @@ public struct Finding: Codable, Sendable, Equatable {
     public var onsetCycle: Int? = nil
     /// Cycles from ``onsetCycle`` on that grew; `nil` without an onset.
     public var cyclesWithGrowthSinceOnset: Int? = nil
+    /// Leaked findings: the site's blocks live at the end of the trace that are unreachable
+    /// (a site may leak 9 of its 10 blocks); `nil` for other kinds.
+    public var leakedObjects: UInt64?
+    /// Leaked findings: requested bytes of those blocks; `nil` for other kinds.
+    public var leakedBytes: UInt64?
+    /// Leaked findings: of ``leakedObjects``, the blocks only another unreachable block
+    /// reaches (indirect leaks, valgrind's and LeakSanitizer's split); `nil` for other kinds.
+    public var indirectObjects: UInt64?
+    /// Leaked findings: requested bytes of those indirect blocks.
+    public var indirectBytes: UInt64?
+    /// Leaked findings: the sites of the direct leaks owning the indirect ones (sorted);
+    /// `nil` when there are none.
+    public var leakOwners: [SiteID]?
 
     /// Creates a finding (the analyzer makes these; public for tests and tools).
     public init(kind: Kind, stackID: UInt32, typeID: UInt32, typeName: String?, cycles: Int,
@@ -124,6 +138,7 @@ public struct Finding: Codable, Sendable, Equatable {
         case survivingObjects, survivingBytes, averageBytesPerCycle, averageObjectsPerCycle, firstCycleWithGrowth
         case snapshotObjects, snapshotBytes, liveAtExitObjects, liveAtExitBytes
         case scope, onsetCycle, cyclesWithGrowthSinceOnset
+        case leakedObjects, leakedBytes, indirectObjects, indirectBytes, leakOwners
     }
 
     /// Report order: kind (abandoned, leaked, cache), then average bytes per cycle

@@ -106,6 +106,12 @@ extension GenerationAnalyzer {
         var scanObjects = 0
         var scanBytes = 0
         var unreachableObjects = [Int](repeating: 0, count: unreachable == nil ? 0 : sites.count)
+        var unreachableBytes = [Int](repeating: 0, count: unreachable == nil ? 0 : sites.count)
+        // Indirect leaks (reached only from another unreachable block) and their owners' sites.
+        var indirectObjects = [Int](repeating: 0, count: unreachable == nil ? 0 : sites.count)
+        var indirectBytes = [Int](repeating: 0, count: unreachable == nil ? 0 : sites.count)
+        var ownerSites: [Int: Set<Int>] = [:]
+        let finalGeneration = generation
         table.forEach { address, block in
             let size = Int(truncatingIfNeeded: block.size)
             if block.epoch < limit {
@@ -123,6 +129,12 @@ extension GenerationAnalyzer {
             }
             if let unreachable, unreachable.contains(address) {
                 unreachableObjects[Int(block.site)] &+= 1
+                unreachableBytes[Int(block.site)] &+= size
+            }
+            if unreachable != nil, let owner = scannedOwners[address], unreachable!.contains(address) {
+                indirectObjects[Int(block.site)] &+= 1
+                indirectBytes[Int(block.site)] &+= size
+                if let o = table.lookup(owner) { ownerSites[Int(block.site), default: []].insert(Int(o.site)) }
             }
             if let scanned = scannedUnreachable, scanned.contains(address) {
                 scanObjects &+= 1
@@ -204,7 +216,11 @@ extension GenerationAnalyzer {
             }
             let verdict = Classifier.judge(curve, options: options)
             let totals = SiteTotals(survivors: survivors[s], exit: exitLive[s],
-                                    unreachableObjects: unreachable == nil ? 0 : unreachableObjects[s])
+                                    unreachableObjects: unreachable == nil ? 0 : unreachableObjects[s],
+                                    unreachableBytes: unreachable == nil ? 0 : unreachableBytes[s],
+                                    indirectObjects: unreachable == nil ? 0 : indirectObjects[s],
+                                    indirectBytes: unreachable == nil ? 0 : indirectBytes[s],
+                                    owners: Set((ownerSites[s] ?? []).map { SiteID(stackID: sites[$0].stack, typeID: sites[$0].type) }))
             if let kind = Classifier.kind(verdict, totals: totals, leakClassification: unreachable != nil) {
                 behaviors[s] = AllocationSite.Behavior(rawValue: kind.rawValue)!
                 findings.append(Finding(kind: kind, stackID: site.stack, typeID: site.type,
@@ -369,6 +385,11 @@ extension GenerationAnalyzer {
         regrouping.survivors = survivors
         regrouping.exit = exitLive
         regrouping.unreachable = unreachableObjects
+        regrouping.unreachableBytes = unreachableBytes
+        regrouping.indirect = indirectObjects
+        let programSuppressions = self.programSuppressions
+        regrouping.indirectBytes = indirectBytes
+        regrouping.owners = ownerSites.mapValues { Set($0.map { SiteID(stackID: sites[$0].stack, typeID: sites[$0].type) }) }
         regrouping.candidates = candidates
         regrouping.stackFrames = stackFrames
         regrouping.stackRecords = stackRecords
@@ -383,6 +404,7 @@ extension GenerationAnalyzer {
             end: end, notes: notes)
         analysis.regrouping = regrouping
         analysis.truncatedStacks = truncatedStacks
+        analysis.programSuppressions = programSuppressions
         return analysis
     }
 }

@@ -100,6 +100,11 @@ public struct GenerationAnalyzer {
     /// Addresses from the trace's `unreachable` records (a leak scan at exit), still
     /// unreachable: an address allocated again after the scan is dropped. Nil: no scan.
     var scannedUnreachable: Set<UInt64>?
+    /// From the trace's `indirectLeaks` records: each indirectly leaked block's owner
+    /// (a directly leaked block), by address; dropped like ``scannedUnreachable``.
+    var scannedOwners: [UInt64: UInt64] = [:]
+    /// From `programSuppressions` records: the program's own LeakSanitizer suppressions.
+    var programSuppressions: String?
 
     /// Pending reallocs kept before the oldest half is dropped.
     static let maxPendingReallocs = 4096
@@ -204,6 +209,10 @@ public struct GenerationAnalyzer {
         case let .unreachable(addresses):
             if scannedUnreachable == nil { scannedUnreachable = [] }
             scannedUnreachable!.formUnion(addresses)
+        case let .programSuppressions(text):
+            programSuppressions = (programSuppressions ?? "") + text + (text.hasSuffix("\n") ? "" : "\n")
+        case let .indirectLeaks(leaks):
+            for leak in leaks { scannedOwners[leak.address] = leak.owner }
         case let .process(record):
             process = record
         case let .end(record):
@@ -231,6 +240,7 @@ public struct GenerationAnalyzer {
         let block = Block(size: size, site: site, epoch: epoch)
         // A block allocated after the leak scan is not the one the scan judged.
         if scannedUnreachable != nil { scannedUnreachable!.remove(address) }
+        if !scannedOwners.isEmpty { scannedOwners[address] = nil }
         if let old = table.insert(address, block) {
             totals.duplicateAllocations &+= 1
             released(old)

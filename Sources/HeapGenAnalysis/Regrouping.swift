@@ -190,6 +190,12 @@ struct SiteTotals {
     var survivors = ObjectsAndBytes()
     var exit = ObjectsAndBytes()
     var unreachableObjects = 0
+    var unreachableBytes = 0
+    /// Of the unreachable blocks, those reached from another unreachable block.
+    var indirectObjects = 0
+    var indirectBytes = 0
+    /// The sites of the direct leaks that own the indirect ones.
+    var owners: Set<SiteID> = []
 
     mutating func add(_ other: SiteTotals) {
         survivors.objects &+= other.survivors.objects
@@ -197,6 +203,10 @@ struct SiteTotals {
         exit.objects &+= other.exit.objects
         exit.bytes &+= other.exit.bytes
         unreachableObjects &+= other.unreachableObjects
+        unreachableBytes &+= other.unreachableBytes
+        indirectObjects &+= other.indirectObjects
+        indirectBytes &+= other.indirectBytes
+        owners.formUnion(other.owners)
     }
 }
 
@@ -220,6 +230,13 @@ struct RegroupingData: Sendable, Equatable {
     var exit: [ObjectsAndBytes] = []
     /// Per site; empty without leak classification.
     var unreachable: [Int] = []
+    /// Requested bytes of those blocks, per site; empty without leak classification.
+    var unreachableBytes: [Int] = []
+    /// Per site, of those: the indirectly leaked blocks and bytes; empty without classification.
+    var indirect: [Int] = []
+    var indirectBytes: [Int] = []
+    /// Per site index: the sites owning its indirect leaks.
+    var owners: [Int: Set<SiteID>] = [:]
     /// Site indices of ``Analysis/regroupingCandidates``, by stack id, then type id.
     var candidates: [UInt32] = []
     /// The scopes, the marks of each (as ``ordinary``) and its survivors by site index.
@@ -233,7 +250,11 @@ struct RegroupingData: Sendable, Equatable {
 
     func totals(of s: Int) -> SiteTotals {
         SiteTotals(survivors: survivors[s], exit: exit[s],
-                   unreachableObjects: unreachable.isEmpty ? 0 : unreachable[s])
+                   unreachableObjects: unreachable.isEmpty ? 0 : unreachable[s],
+                   unreachableBytes: unreachableBytes.isEmpty ? 0 : unreachableBytes[s],
+                   indirectObjects: indirect.isEmpty ? 0 : indirect[s],
+                   indirectBytes: indirectBytes.isEmpty ? 0 : indirectBytes[s],
+                   owners: owners[s] ?? [])
     }
 
     /// Derived from the trace the analysis describes: not part of the analysis's identity.
@@ -270,10 +291,11 @@ extension SiteCurve {
 }
 
 extension Classifier {
-    /// The finding kind of a site or group: leaked if leak classification was used and every
-    /// block live at exit is unreachable, else the verdict's kind.
+    /// The finding kind of a site or group: leaked if leak classification was used and any
+    /// block live at exit is unreachable (LeakSanitizer reports every unreachable block, not
+    /// only sites that lost all of theirs), else the verdict's kind.
     static func kind(_ verdict: GrowthVerdict, totals: SiteTotals, leakClassification: Bool) -> Finding.Kind? {
-        if leakClassification && totals.exit.objects > 0 && totals.unreachableObjects == totals.exit.objects {
+        if leakClassification && totals.unreachableObjects > 0 {
             return .leaked
         }
         return verdict.kind
@@ -297,6 +319,13 @@ extension Finding {
             snapshotBytes: UInt64(clamping: curve.snapshotBytes),
             liveAtExitObjects: UInt64(clamping: totals.exit.objects),
             liveAtExitBytes: UInt64(clamping: totals.exit.bytes))
+        if kind == .leaked {
+            leakedObjects = UInt64(clamping: totals.unreachableObjects)
+            leakedBytes = UInt64(clamping: totals.unreachableBytes)
+            indirectObjects = UInt64(clamping: totals.indirectObjects)
+            indirectBytes = UInt64(clamping: totals.indirectBytes)
+            if !totals.owners.isEmpty { leakOwners = totals.owners.sorted() }
+        }
         objectsSeries = verdict.objectDeltas
         bytesSeries = verdict.byteDeltas
         onsetCycle = verdict.onsetCycle

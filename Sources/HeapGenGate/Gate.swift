@@ -25,13 +25,26 @@ public enum Gate {
         }
         var warnings: [String] = []
 
+        // Indirect leaks follow their owner (LeakSanitizer): a leaked finding whose blocks are
+        // all indirect, owned by findings a rule suppresses, is suppressed by that rule.
+        var ruleOfFinding: [Int: Int] = [:]
+        for (i, f) in report.findings.enumerated() where f.kind == .leaked {
+            if let rule = policy.suppressions.firstMatch(f) { ruleOfFinding[i] = rule }
+        }
+        func ownerRule(_ f: Report.Finding) -> Int? {
+            guard f.kind == .leaked, f.directBlocks == 0, let owners = f.ownerFindings, !owners.isEmpty else { return nil }
+            let rules = owners.map { ruleOfFinding[$0] }
+            guard rules.allSatisfy({ $0 != nil }) else { return nil }
+            return rules[0]
+        }
+
         var results: [GateVerdict.FindingResult] = []
         for (i, f) in candidates.enumerated() {
             let status: GateVerdict.Status
-            if let rule = policy.suppressions.firstMatch(f) {
+            if let rule = policy.suppressions.firstMatch(f) ?? ownerRule(f) {
                 status = .suppressed(rule: rule)
                 uses[rule].findings += 1
-                uses[rule].bytes += f.survivingBytes
+                uses[rule].bytes += f.kind == .leaked ? f.leakedBytes ?? 0 : f.survivingBytes
             } else if let entry = match?.entryForFinding[i] {
                 status = .known(entry: entry)
             } else if f.kind == .abandoned && !policy.failOn.contains(.abandoned) {

@@ -8,6 +8,8 @@ import HeapGenReport
 public enum GateMessages {
     /// Sites named on one `gate failed` line before `… and N more`.
     public static let maxSitesPerLine = 5
+    /// The source name of the rules a program's `__lsan_default_suppressions()` returned.
+    public static let programSuppressionsSource = "__lsan_default_suppressions"
 
     /// The verdict: one `heapgen: gate failed: …` line per failed criterion, the suppressed,
     /// known and fixed findings, warnings, and a final `SUMMARY: heapgen: …` line.
@@ -42,6 +44,10 @@ public enum GateMessages {
             lines.append("heapgen: fixed — remove from the baseline: \(entry.site.isEmpty ? entry.signature.canonicalText : entry.site)")
         }
         for warning in v.warnings { lines.append("heapgen: warning: \(warning)") }
+        // LeakSanitizer's own summary line for the failing leaks, before the verdict's.
+        if let leaks = Report.Finding.leakSummary(v.failing(.leaked).map(\.finding)) {
+            lines.append("SUMMARY: heapgen: " + leaks)
+        }
         lines.append("SUMMARY: heapgen: " + summary(v))
         return lines
     }
@@ -85,7 +91,9 @@ public enum GateMessages {
         var lines = ["-----------------------------------------------------", "Suppressions used:",
                      "  count      bytes template"]
         for use in v.ruleUses {
-            lines.append(pad(String(use.findings), 7) + " " + pad(String(use.bytes), 10) + " " + use.rule.description)
+            // Rules of the program's __lsan_default_suppressions() say so.
+            let origin = use.rule.source == programSuppressionsSource ? "  (from the program: \(programSuppressionsSource))" : ""
+            lines.append(pad(String(use.findings), 7) + " " + pad(String(use.bytes), 10) + " " + use.rule.description + origin)
         }
         let live = v.ruleUses.filter { $0.liveSites > 0 }
         if !live.isEmpty {
@@ -120,8 +128,13 @@ public enum GateMessages {
 
     // MARK: - Phrases
 
-    /// `2 abandoned sites (+292 B per cycle)`.
+    /// `2 abandoned sites (+292 B per cycle)`; `2 leaked sites (864 B in 9 blocks)`.
     static func findingsPhrase(_ results: [GateVerdict.FindingResult], _ kind: Report.Finding.Kind) -> String {
+        if kind == .leaked {
+            let bytes = results.reduce(UInt64(0)) { $0 &+ ($1.finding.leakedBytes ?? 0) }
+            let blocks = results.reduce(UInt64(0)) { $0 &+ ($1.finding.leakedBlocks ?? 0) }
+            return "\(HumanUnits.plural(results.count, "leaked site")) (\(ByteSize.exact(Int(clamping: bytes))) in \(HumanUnits.plural(blocks, "block")))"
+        }
         let perCycle = results.reduce(0) { $0 + $1.finding.averageBytesPerCycle }
         return "\(HumanUnits.plural(results.count, "\(kind.rawValue) site")) (\(ByteSize.signed(perCycle)) per cycle)"
     }

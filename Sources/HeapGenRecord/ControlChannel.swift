@@ -62,11 +62,20 @@ import Glibc
 ///   `cyclesWithGrowth`, `objectsPerCycle`, `bytesPerCycle`, `averageBytesPerCycle`,
 ///   `survivingObjects`, `survivingBytes`) with symbolicated frames.
 /// - `{"op":"end"}` → ends the growth session.
-/// - `{"op":"scan"}` (needs tracking; the shim sends it from its atexit handler under
-///   `heapgen record --leaks`) → a conservative reachability scan of the program's memory
-///   (`hg_leak_scan`): the live blocks nothing references any more are written to the trace
-///   as an `unreachable` record. `{"ok":true,"op":"scan","unreachable":3,"live":120,
-///   "scannedBytes":…,"rootBytes":…,"rootRegions":…,"microseconds":…}`. A scan that cannot
+/// - `{"op":"scan","sp":"0x7ffd…"}` (needs tracking; the shim sends it from its atexit handler
+///   under `heapgen record --leaks`, in every traced image, forked children included) → a
+///   conservative reachability scan of the program's memory (`hg_leak_scan`): the threads are
+///   stopped with ptrace, their registers are roots and their stacks count from the stack
+///   pointer up; `sp` (optional) is the requester's stack pointer, used when ptrace is not
+///   permitted. `lsan` (optional) is the address of the text the program's
+///   `__lsan_default_suppressions()` returned; it goes into the trace as a
+///   `programSuppressions` record. In a forked child the live set includes the blocks it inherited. The live
+///   blocks nothing references any more are written to the trace
+///   as an `unreachable` record, the indirect ones among them (reached only from another
+///   unreachable block) with their owners as an `indirectLeaks` record.
+///   `{"ok":true,"op":"scan","unreachable":3,"indirect":1,"live":120,
+///   "scannedBytes":…,"rootBytes":…,"rootRegions":…,"threads":2,"threadsStopped":2,
+///   "deadStackBytes":…,"microseconds":…}`. A scan that cannot
 ///   read the program or hits its caps (1 GiB, 20 s) answers `{"ok":false,"error":…}`, writes
 ///   nothing and says why on standard error: never a partial verdict, which would call
 ///   reachable blocks leaked.
@@ -152,7 +161,7 @@ final class ControlChannel {
             seg.control.tracker = nil
             answer = .success("{\"ok\":true,\"op\":\"untrack\",\"tracking\":false}")
         case "status": answer = status(seg)
-        case "scan": answer = scan(seg)
+        case "scan": answer = scan(seg, fields)
         case "object": answer = object(seg, fields)
         case "begin": answer = begin(seg, fields, position: position)
         case "growth": answer = growth(seg, fields)
@@ -194,21 +203,36 @@ final class ControlChannel {
     static let scanMaxBytes: UInt64 = 1 << 30
     static let scanMaxNanoseconds: UInt64 = 20_000_000_000
 
-    private func scan(_ seg: Segment) -> Result<String, ControlJSONError> {
-        guard let tracker = seg.control.tracker else {
+    private func scan(_ seg: Segment, _ fields: [String: ControlValue]) -> Result<String, ControlJSONError> {
+        guard var tracker = seg.control.tracker else {
             return .failure(ControlJSONError(description: "not tracking this process: record with --leaks"))
         }
-        guard seg.origin != .fork else {
-            // The child's tracker does not know the blocks it inherited from its parent.
-            return .failure(ControlJSONError(description: "no leak scan in a forked child"))
+        if seg.origin == .fork {
+            // A forked child's own tracker does not know the blocks it inherited;
+            // the collector's live heap of the child does (InheritedHeap).
+            guard let heap = seg.liveHeap else {
+                return .failure(ControlJSONError(description: "no leak scan in a forked child that is not followed"))
+            }
+            // A raw clone() announces no fork: what it inherited is unknown, and a block
+            // referenced only from an unknown one would be called leaked.
+            guard seg.raw.pointee.parent_fork_id != 0 else {
+                return .failure(ControlJSONError(description: "no leak scan in a child started by a raw clone(): the blocks it inherited are unknown"))
+            }
+            tracker = heap
         }
         let blocks = tracker.liveBlocks()
         let addresses = blocks.map(\.address)
         let sizes = blocks.map(\.size)
         var marked = [UInt8](repeating: 0, count: blocks.count)
+        var owners = [UInt64](repeating: 0, count: blocks.count)
         var result = hg_scan_result()
-        _ = hg_leak_scan(seg.pid, addresses, sizes, blocks.count, &marked, Self.scanMaxBytes,
-                         Self.scanMaxNanoseconds, &result)
+        // The requester's stack pointer bounds its stack when the threads cannot be stopped.
+        let requesterSP = Self.address(fields["sp"]) ?? 0
+        _ = hg_leak_scan(seg.pid, addresses, sizes, blocks.count, &marked, &owners, Self.scanMaxBytes,
+                         Self.scanMaxNanoseconds, requesterSP, &result)
+        if result.ptrace_error != 0 && result.error == 0 && result.aborted == 0 {
+            printDiagnostic("note: the leak scan could not stop the threads of process \(seg.pid) (\(errorString(result.ptrace_error)): another tracer, or a ptrace restriction such as /proc/sys/kernel/yama/ptrace_scope): their registers were not read and whole stacks of other threads counted as roots, so a leak may be missed")
+        }
         if result.error != 0 || result.aborted != 0 {
             let why: String
             if result.error == EPERM || result.error == EACCES {
@@ -224,12 +248,29 @@ final class ControlChannel {
             return .failure(ControlJSONError(description: why))
         }
         var unreachable: [UInt64] = []
-        for i in marked.indices where marked[i] == 0 { unreachable.append(addresses[i]) }
+        var indirect: [IndirectLeak] = []
+        for i in marked.indices where marked[i] != 1 {
+            unreachable.append(addresses[i])
+            if marked[i] == 2 { indirect.append(IndirectLeak(address: addresses[i], owner: addresses[Int(owners[i])])) }
+        }
         seg.writer.unreachable(unreachable)
+        seg.writer.indirectLeaks(indirect)
+        // The program's __lsan_default_suppressions() text: its thread waits for this answer.
+        if let at = Self.address(fields["lsan"]), at != 0 {
+            var text = [CChar](repeating: 0, count: 65_536)
+            let n = hg_read_remote_string(seg.pid, at, &text, text.count)
+            if n >= 0 {
+                seg.writer.programSuppressions(String(decoding: text.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            } else {
+                printDiagnostic("warning: cannot read the text of __lsan_default_suppressions() in process \(seg.pid) (unreadable, or longer than 64 KiB): ignored")
+            }
+        }
         return .success("""
-            {"ok":true,"op":"scan","unreachable":\(unreachable.count),"live":\(blocks.count),\
+            {"ok":true,"op":"scan","unreachable":\(unreachable.count),"indirect":\(indirect.count),"live":\(blocks.count),\
             "scannedBytes":\(result.scanned_bytes),"rootBytes":\(result.root_bytes),\
-            "rootRegions":\(result.root_regions),"microseconds":\(result.elapsed_ns / 1000)}
+            "rootRegions":\(result.root_regions),"threads":\(result.threads),\
+            "threadsStopped":\(result.threads_stopped),"deadStackBytes":\(result.dead_stack_bytes),\
+            "microseconds":\(result.elapsed_ns / 1000)}
             """)
     }
 

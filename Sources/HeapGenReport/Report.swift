@@ -38,11 +38,14 @@ public struct Report: Codable, Sendable, Equatable {
     public var otherTraces: [String]
     /// Caveats: too few cycles, lost events, no symbolizer…
     public var notes: [String]
+    /// Suppression lines the program's `__lsan_default_suppressions()` returned (LeakSanitizer's
+    /// hook, read at exit by `--leaks`): gates honour them with the user's; `nil` if none.
+    public var programSuppressions: String?
 
     /// Creates a report (``ReportBuilder`` makes these; public for tests and tools).
     public init(trace: String, program: Program, options: Options, totals: Totals, cycles: Int,
                 judgedCycles: Int, generations: [Generation], findings: [Finding], liveAtExit: LiveAtExit,
-                otherTraces: [String] = [], notes: [String] = []) {
+                otherTraces: [String] = [], notes: [String] = [], programSuppressions: String? = nil) {
         self.schema = Self.schemaVersion
         self.trace = trace
         self.program = program
@@ -55,6 +58,7 @@ public struct Report: Codable, Sendable, Equatable {
         self.liveAtExit = liveAtExit
         self.otherTraces = otherTraces
         self.notes = notes
+        self.programSuppressions = programSuppressions
     }
 
     /// Findings of one kind, in report order.

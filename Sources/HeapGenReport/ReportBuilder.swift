@@ -126,7 +126,7 @@ public struct ReportBuilder {
             generations: generations, findings: findings,
             liveAtExit: Report.LiveAtExit(objects: t.liveAtExitObjects, bytes: t.liveAtExitBytes, sites: Array(sites),
                                           startup: startup),
-            otherTraces: otherTraces, notes: notes)
+            otherTraces: otherTraces, notes: notes, programSuppressions: analysis.programSuppressions)
     }
 
     /// The findings of `analysis` with the sites of one source path judged as one, in report
@@ -154,6 +154,9 @@ public struct ReportBuilder {
             guard path >= 0 else { return nil }
             return SourceSites.Key(path: path, typeID: typeID, typeName: analysis.typeNames[typeID])
         }
+        // Which report finding holds each site, for the owners of indirect leaks.
+        var findingOfSite: [SiteID: Int] = [:]
+        for (i, group) in grouped.enumerated() { for m in group.members { findingOfSite[m] = i } }
         return grouped.map { group in
             let f = group.finding
             let stack = frames[f.stackID] ?? []
@@ -167,6 +170,19 @@ public struct ReportBuilder {
             finding.scope = f.scope
             finding.onsetCycle = f.onsetCycle
             finding.cyclesWithGrowthSinceOnset = f.cyclesWithGrowthSinceOnset
+            finding.leakedBlocks = f.leakedObjects
+            finding.leakedBytes = f.leakedBytes
+            if let blocks = f.leakedObjects, let bytes = f.leakedBytes {
+                let indirect = f.indirectObjects ?? 0, indirectBytes = f.indirectBytes ?? 0
+                finding.directBlocks = blocks &- indirect
+                finding.directBytes = bytes &- indirectBytes
+                finding.indirectBlocks = indirect
+                finding.indirectBytes = indirectBytes
+                if let owners = f.leakOwners {
+                    let indices = Set(owners.compactMap { findingOfSite[$0] })
+                    if !indices.isEmpty { finding.ownerFindings = indices.sorted() }
+                }
+            }
             return finding
         }
     }

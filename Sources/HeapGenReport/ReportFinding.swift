@@ -10,7 +10,7 @@ extension Report {
             /// Grew in every judged cycle (up to the tolerated misses) and was still there at the
             /// final snapshot: referenced, never used again.
             case abandoned
-            /// Every block live at exit was unreachable.
+            /// Blocks live at exit were unreachable (``leakedBlocks`` of them).
             case leaked
             /// Filled early, then flat: not a failure.
             case cache
@@ -57,6 +57,25 @@ extension Report {
         public var cyclesSinceOnset: Int {
             onsetCycle.map { max(0, objectsSeries.count - $0 + 1) } ?? 0
         }
+        /// Leaked findings: the site's blocks unreachable at exit; `nil` (not written) for
+        /// other kinds.
+        public var leakedBlocks: UInt64?
+        /// Leaked findings: requested bytes of those blocks; `nil` (not written) otherwise.
+        public var leakedBytes: UInt64?
+        /// Leaked findings: of ``leakedBlocks``, those no other unreachable block reaches
+        /// (direct leaks, as LeakSanitizer and valgrind's "definitely lost" count them).
+        public var directBlocks: UInt64?
+        /// Leaked findings: requested bytes of the direct blocks.
+        public var directBytes: UInt64?
+        /// Leaked findings: blocks reached only from another unreachable block (indirect
+        /// leaks, valgrind's "indirectly lost").
+        public var indirectBlocks: UInt64?
+        /// Leaked findings: requested bytes of the indirect blocks.
+        public var indirectBytes: UInt64?
+        /// Leaked findings with indirect blocks: indices in the report's ``Report/findings`` of
+        /// the findings whose direct blocks own them (a suppressed owner suppresses a finding
+        /// that has only blocks it owns); `nil` when there are none.
+        public var ownerFindings: [Int]?
 
         /// Creates a finding.
         public init(kind: Kind, typeName: String?, frames: [Frame], userFrame: Int?, cycles: Int,
@@ -87,6 +106,16 @@ extension Report {
                       survivingBytes: survivingBytes, stackTruncatedAt: stackTruncatedAt)
             self.objectsSeries = objectsSeries
             self.bytesSeries = bytesSeries
+        }
+
+        /// LeakSanitizer's summary of leaked findings, `864 byte(s) leaked in 9 allocation(s).`
+        /// (``leakedBytes`` and ``leakedBlocks`` summed); `nil` when none of them leaked.
+        public static func leakSummary(_ findings: [Finding]) -> String? {
+            let leaked = findings.filter { $0.kind == .leaked }
+            guard !leaked.isEmpty else { return nil }
+            let bytes = leaked.reduce(UInt64(0)) { $0 &+ ($1.leakedBytes ?? 0) }
+            let blocks = leaked.reduce(UInt64(0)) { $0 &+ ($1.leakedBlocks ?? 0) }
+            return "\(bytes) byte(s) leaked in \(blocks) allocation(s)."
         }
 
         /// Change of live objects in every cycle, warm-up included (index 0 = cycle 1).
@@ -124,6 +153,7 @@ extension Report {
             case objectsSeries = "objectsPerCycle", bytesSeries = "bytesPerCycle"
             case averageBytesPerCycle, survivingObjects, survivingBytes, stackTruncatedAt
             case scope, onsetCycle, cyclesWithGrowthSinceOnset
+            case leakedBlocks, leakedBytes, directBlocks, directBytes, indirectBlocks, indirectBytes, ownerFindings
         }
 
         /// Derived fields: written for readers, recomputed (not read) when decoding.
@@ -149,6 +179,13 @@ extension Report {
             try c.encode(scope, forKey: .scope)
             try c.encode(onsetCycle, forKey: .onsetCycle)
             try c.encode(cyclesWithGrowthSinceOnset, forKey: .cyclesWithGrowthSinceOnset)
+            try c.encodeIfPresent(leakedBlocks, forKey: .leakedBlocks)
+            try c.encodeIfPresent(leakedBytes, forKey: .leakedBytes)
+            try c.encodeIfPresent(directBlocks, forKey: .directBlocks)
+            try c.encodeIfPresent(directBytes, forKey: .directBytes)
+            try c.encodeIfPresent(indirectBlocks, forKey: .indirectBlocks)
+            try c.encodeIfPresent(indirectBytes, forKey: .indirectBytes)
+            try c.encodeIfPresent(ownerFindings, forKey: .ownerFindings)
             var derived = encoder.container(keyedBy: DerivedKeys.self)
             try derived.encode(inLibraries, forKey: .inLibraries)
         }

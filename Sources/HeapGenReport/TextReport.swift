@@ -202,6 +202,7 @@ public enum TextReport {
             if !lines.isEmpty { lines.append("") }
             lines.append(style.red("Leaked: \(HumanUnits.plural(leaked.count, "site")) unreachable at exit"))
             lines += growthFindings(leaked, style)
+            if let summary = Report.Finding.leakSummary(leaked) { lines.append("  SUMMARY: heapgen: " + summary) }
         }
         if !inLibraries.isEmpty {
             if !lines.isEmpty { lines.append("") }
@@ -326,6 +327,16 @@ public enum TextReport {
         c.averageBytesPerCycle = judged > 0 ? Int((Double(judgedBytes) / Double(judged)).rounded()) : 0
         c.survivingObjects = a.survivingObjects + b.survivingObjects
         c.survivingBytes = a.survivingBytes + b.survivingBytes
+        if a.leakedBlocks != nil || b.leakedBlocks != nil {
+            c.leakedBlocks = (a.leakedBlocks ?? 0) + (b.leakedBlocks ?? 0)
+            c.leakedBytes = (a.leakedBytes ?? 0) + (b.leakedBytes ?? 0)
+        }
+        if a.directBlocks != nil || b.directBlocks != nil {
+            c.directBlocks = (a.directBlocks ?? 0) + (b.directBlocks ?? 0)
+            c.directBytes = (a.directBytes ?? 0) + (b.directBytes ?? 0)
+            c.indirectBlocks = (a.indirectBlocks ?? 0) + (b.indirectBlocks ?? 0)
+            c.indirectBytes = (a.indirectBytes ?? 0) + (b.indirectBytes ?? 0)
+        }
         return c
     }
 
@@ -341,7 +352,17 @@ public enum TextReport {
         if f.survivingObjects > 0 || f.survivingBytes > 0 {
             detail += "   surviving: \(HumanUnits.plural(f.survivingObjects, "object")), \(HumanUnits.bytes(f.survivingBytes))"
         }
+        if let blocks = f.leakedBlocks {
+            detail += "   leaked: \(HumanUnits.plural(blocks, "block")), \(HumanUnits.bytes(f.leakedBytes ?? 0))"
+        }
         lines.append(detail)
+        // LeakSanitizer's split, its words: "Direct leak of 24 byte(s) in 1 object(s)".
+        if let blocks = f.directBlocks, blocks > 0 {
+            lines.append("     Direct leak of \(f.directBytes ?? 0) byte(s) in \(blocks) object(s)")
+        }
+        if let blocks = f.indirectBlocks, blocks > 0 {
+            lines.append("     Indirect leak of \(f.indirectBytes ?? 0) byte(s) in \(blocks) object(s)")
+        }
         lines += stack(f.frames, from: f.userFrame, style)
         if let n = f.stackTruncatedAt {
             lines.append(style.dim("     " + StackCompleteness.truncated(frames: n)))

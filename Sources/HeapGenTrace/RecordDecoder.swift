@@ -155,6 +155,21 @@ struct RecordDecoder {
                 }
                 try body(.unreachable(addresses))
 
+            case RecordTag.indirectLeaks:
+                let count = try c.length("indirect leak count", limit: TraceFormat.maxUnreachable)
+                var leaks = [IndirectLeak]()
+                leaks.reserveCapacity(count)
+                var previous: UInt64 = 0
+                for _ in 0..<count {
+                    previous = try c.delta(from: previous)
+                    let owner = try c.delta(from: previous)
+                    leaks.append(IndirectLeak(address: previous, owner: owner))
+                }
+                try body(.indirectLeaks(leaks))
+
+            case RecordTag.programSuppressions:
+                try body(.programSuppressions(try c.string("program suppressions")))
+
             case RecordTag.process:
                 if sawProcess { throw c.corrupt("second process record", at: start) }
                 sawProcess = true

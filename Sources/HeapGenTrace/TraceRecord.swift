@@ -32,6 +32,13 @@ public enum TraceRecord: Sendable, Equatable {
     /// program's exit) found live but referenced by nothing: their addresses, ascending.
     /// A trace may hold several such records (a long list is split); they add up.
     case unreachable([UInt64])
+    /// Of those unreachable blocks, the indirectly leaked ones (reached only from another
+    /// unreachable block), each with the directly leaked block that owns it (valgrind's
+    /// rule; see docs/trace-format.md). Unreachable blocks not listed are direct leaks.
+    case indirectLeaks([IndirectLeak])
+    /// The text the program's `__lsan_default_suppressions()` returned at exit (LeakSanitizer's
+    /// hook): suppression lines a gate honours with the user's.
+    case programSuppressions(String)
     /// The last record.
     case end(EndRecord)
 }
@@ -52,6 +59,8 @@ enum RecordTag {
     static let stackTruncated: UInt8 = 0x18
     /// Minor version 3: stored symbols (``SymbolsRecord``); not delivered by ``TraceReader/forEach(_:)``.
     static let symbols: UInt8 = 0x19
+    static let indirectLeaks: UInt8 = 0x1A
+    static let programSuppressions: UInt8 = 0x1B
     static let process: UInt8 = 0x20
     static let end: UInt8 = 0x21
     static let `extension`: UInt8 = 0x7F
@@ -73,4 +82,19 @@ enum TraceFormat {
     static let maxArguments = 65_536
     /// Addresses in one `unreachable` record (writers split longer lists).
     static let maxUnreachable = 65_536
+}
+
+/// An indirectly leaked block of an `indirectLeaks` record: unreachable, but reached from
+/// the unreachable block `owner` (a direct leak).
+public struct IndirectLeak: Sendable, Equatable, Hashable {
+    /// The indirectly leaked block's address.
+    public var address: UInt64
+    /// The address of the directly leaked block that owns it.
+    public var owner: UInt64
+
+    /// Creates an entry.
+    public init(address: UInt64, owner: UInt64) {
+        self.address = address
+        self.owner = owner
+    }
 }

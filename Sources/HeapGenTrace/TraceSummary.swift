@@ -255,7 +255,7 @@ public struct TraceSummary: Sendable, Codable {
                 threads += 1
             case let .lost(count):
                 lost &+= count
-            case .unreachable:
+            case .unreachable, .indirectLeaks, .programSuppressions:
                 break
             case let .process(record):
                 process = record

@@ -370,6 +370,42 @@ public final class TraceWriter {
         return out
     }
 
+    /// Appends `indirectLeaks` records for `leaks` (sorted by address here; split into
+    /// records of at most 65536 entries). Nothing for an empty list.
+    public func indirectLeaks(_ leaks: [IndirectLeak]) {
+        guard writable, !leaks.isEmpty else { return }
+        let sorted = leaks.sorted { $0.address < $1.address }
+        var start = 0
+        while start < sorted.count {
+            let end = min(sorted.count, start + TraceFormat.maxUnreachable)
+            reserve(1 + Varint.maxBytes + (end - start) * 2 * Varint.maxBytes)
+            let p = buffer
+            var i = position
+            p[i] = RecordTag.indirectLeaks
+            i = Varint.put(UInt64(end - start), into: p, at: i &+ 1)
+            var previous: UInt64 = 0
+            for k in start..<end {
+                i = Varint.put(Varint.zigzag(sorted[k].address &- previous), into: p, at: i)
+                i = Varint.put(Varint.zigzag(sorted[k].owner &- sorted[k].address), into: p, at: i)
+                previous = sorted[k].address
+            }
+            position = i
+            endLargeRecord()
+            start = end
+        }
+    }
+
+    /// Appends a `programSuppressions` record: the text of the program's
+    /// `__lsan_default_suppressions()` (cut to 64 KiB).
+    public func programSuppressions(_ text: String) {
+        guard writable else { return }
+        reserve(1 + Varint.maxBytes + Self.cappedCount(text))
+        buffer[position] = RecordTag.programSuppressions
+        position &+= 1
+        putString(text)
+        endLargeRecord()
+    }
+
     /// Writes the pending chunk.
     ///
     /// - Throws: ``TraceError`` (`.io`): this write's error, or the earlier ``failure``.

@@ -62,6 +62,10 @@ struct DumpCommand: ParsableCommand {
             return "lost \(count)"
         case let .unreachable(addresses):
             return "unreachable \(addresses.count) " + addresses.map(hex).joined(separator: " ")
+        case let .programSuppressions(text):
+            return "program_suppressions \(quoted(text))"
+        case let .indirectLeaks(leaks):
+            return "indirect \(leaks.count) " + leaks.map { "\(hex($0.address))<-\(hex($0.owner))" }.joined(separator: " ")
         case let .end(e):
             var line = "end reason=\(e.reason) status=\(e.status) events=\(e.eventCount) waits=\(e.producerWaits) wait_ns=\(e.producerWaitNanoseconds) lost=\(e.lostEvents) torn=\(e.tornEvents) arena_full=\(e.arenaFull) free_null=\(e.freeNullCalls) unwind_fallbacks=\(e.unwindFallbacks) stacks_lost=\(e.stacksLost)"
             // Not in the file: the reader's stand-in for a trace cut short.

@@ -95,6 +95,15 @@ struct GateOptions: ParsableArguments {
 
     /// Judges `report` and adds notes on suppressed, known and fixed findings to it.
     func judge(_ report: inout Report, policy: GatePolicy) -> GateVerdict {
+        var policy = policy
+        // The program's __lsan_default_suppressions() lines join the user's (LeakSanitizer does so).
+        if let text = report.programSuppressions {
+            do {
+                policy.suppressions.rules += try Suppressions.parse(text, source: GateMessages.programSuppressionsSource).rules
+            } catch {
+                standardError("heapgen: warning: the program's \(error); its suppressions are ignored\n")
+            }
+        }
         let verdict = Gate.evaluate(report, policy: policy)
         report.notes += GateMessages.reportNotes(verdict)
         return verdict

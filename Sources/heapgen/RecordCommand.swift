@@ -48,7 +48,7 @@ struct RecordCommand: ParsableCommand {
     @Flag(name: .customLong("no-symbols"), help: "Do not store in the trace what its stacks symbolicate to (done once the program exited; it makes a trace report and diff the same after the program is rebuilt or on another machine).")
     var noSymbols = false
 
-    @Flag(help: "At exit, find the blocks nothing references any more (a conservative reachability scan, like LeakSanitizer) and record them: the report calls sites whose blocks at exit are all unreachable 'leaked'.")
+    @Flag(help: "At exit, find the blocks nothing references any more (a conservative reachability scan, like LeakSanitizer) and record them: the report calls sites with unreachable blocks at exit 'leaked', with their blocks and bytes.")
     var leaks = false
 
     @Flag(help: "Print one 'heapgen: stats: key=value ...' line with the collector's own costs (peak RSS, drain rate).")

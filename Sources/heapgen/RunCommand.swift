@@ -64,7 +64,7 @@ struct RunCommand: ParsableCommand {
     @Flag(name: .customLong("no-symbols"), help: "Do not store in the trace what its stacks symbolicate to (done once the program exited; it makes a trace report and diff the same after the program is rebuilt or on another machine).")
     var noSymbols = false
 
-    @Flag(help: "At exit, find the blocks nothing references any more (a conservative reachability scan, like LeakSanitizer) and record them: the report calls sites whose blocks at exit are all unreachable 'leaked'.")
+    @Flag(help: "At exit, find the blocks nothing references any more (a conservative reachability scan, like LeakSanitizer) and record them: the report calls sites with unreachable blocks at exit 'leaked', with their blocks and bytes.")
     var leaks = false
 
     @OptionGroup(title: "Report options") var report: ReportOptions
@@ -164,12 +164,24 @@ struct RunCommand: ParsableCommand {
             for i in results.indices { verdicts.append(gate.judge(&results[i], policy: policy)) }
         }
         try report.emit(results)
+        // Leaks are judged in every process image the scan found some in (a forked child
+        // that leaks fails the run, as under LeakSanitizer), not only in the reported ones.
+        var gated = results
+        if var leakPolicy = policy, leakPolicy.failOn.contains(.leaked) {
+            leakPolicy.failOn = [.leaked]
+            leakPolicy.maxLiveAtExit = nil
+            for other in written where !subjects.contains(other) && TraceSelection.hasUnreachable(other) {
+                guard var extra = try? report.makeReport(trace: other, otherTraces: [], notes: []) else { continue }
+                verdicts.append(gate.judge(&extra, policy: leakPolicy))
+                gated.append(extra)
+            }
+        }
         if temporary && keepTrace {
             standardError("heapgen: kept the trace \(root)\(written.count > 1 ? " and \(written.count - 1) more next to it" : "")\n")
         }
         // The gate: the program has exited, so its output is complete whatever the verdict.
         if !verdicts.isEmpty {
-            try gate.finish(verdicts, reports: results)
+            try gate.finish(verdicts, reports: gated)
             if verdicts.contains(where: \.failed) && gate.enforcing { throw ExitCode(ExitCodes.gateFailed) }
         }
         if status != 0 { throw ExitCode(status) }

@@ -30,6 +30,20 @@ enum TraceSelection {
         return count
     }
 
+    /// True if a leak scan recorded an unreachable block in `trace`.
+    static func hasUnreachable(_ trace: String) -> Bool {
+        struct Found: Error {}
+        do {
+            var reader = try TraceReader(path: trace)
+            try reader.forEach { record in
+                if case .unreachable(let addresses) = record, !addresses.isEmpty { throw Found() }
+            }
+        } catch is Found {
+            return true
+        } catch {}
+        return false
+    }
+
     /// The traces a recording to `trace` wrote next to it for other process images
     /// (`TRACE.<pid>` and `TRACE.<pid>.<n>`, see ``TracePaths``), by name.
     static func siblings(of trace: String) -> [String] {

@@ -140,7 +140,9 @@ final class GateVerdictTests: XCTestCase {
     func testStatusesThresholdsAndKinds() {
         let big = Synthetic.finding(function: "big", perCycle: 4096)
         let small = Synthetic.finding(function: "small", perCycle: 64)
-        let leaked = Synthetic.finding(kind: .leaked, function: "lost", perCycle: 0)
+        var leaked = Synthetic.finding(kind: .leaked, function: "lost", perCycle: 0)
+        leaked.leakedBlocks = 3
+        leaked.leakedBytes = 96
         let cache = Synthetic.finding(kind: .cache, function: "cache", perCycle: 0)
         let report = Synthetic.report([big, small, leaked, cache])
 
@@ -156,7 +158,10 @@ final class GateVerdictTests: XCTestCase {
         policy = GatePolicy(failOn: [.leaked])
         v = Gate.evaluate(report, policy: policy)
         XCTAssertEqual(v.findings.map(\.status), [.notGated, .notGated, .failing])
-        XCTAssertEqual(GateMessages.verdictLines(v).first, "heapgen: gate failed: 1 leaked site (0 B per cycle): blocks at lost (app.c:10)")
+        let leakLines = GateMessages.verdictLines(v)
+        XCTAssertEqual(leakLines.first, "heapgen: gate failed: 1 leaked site (96 B in 3 blocks): blocks at lost (app.c:10)")
+        XCTAssertEqual(Array(leakLines.suffix(2)), ["SUMMARY: heapgen: 96 byte(s) leaked in 3 allocation(s).",
+                                                    "SUMMARY: heapgen: gate failed: 1 leaked site (96 B in 3 blocks)."])
 
         policy = GatePolicy(failOn: [.abandoned], maxBytesPerCycle: 8192)
         v = Gate.evaluate(report, policy: policy)

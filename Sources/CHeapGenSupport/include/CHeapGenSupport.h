@@ -283,20 +283,63 @@ typedef struct hg_scan_result {
     uint64_t marked;         /* blocks reached                                      */
     uint64_t unreadable;     /* bytes that could not be read (EFAULT: skipped)      */
     uint64_t elapsed_ns;
+    uint64_t dead_stack_bytes; /* stack bytes below the threads' stack pointers: not roots */
+    uint32_t threads;        /* threads of the target found in /proc/PID/task       */
+    uint32_t threads_stopped;/* of which stopped with ptrace (registers and SP read) */
+    int32_t  ptrace_error;   /* 0, or the errno that kept us from stopping the threads:
+                                then whole stacks are roots and registers are unseen */
     int32_t  error;          /* 0, or an errno value (EPERM, ESRCH, ...): nothing judged */
     int32_t  aborted;        /* 1: the byte cap was hit, 2: the time cap; nothing judged */
 } hg_scan_result;
 
+/* The threads of a target, stopped with ptrace for a leak scan (leakscan_threads.c). */
+#define HG_SCAN_MAX_THREADS 4096
+#define HG_SCAN_REG_WORDS   16   /* general-purpose registers kept per thread */
+typedef struct hg_thread_state {
+    pid_t tid;
+    int32_t pending_signal;  /* signal that stopped it instead of our interrupt: re-sent at detach */
+    uint64_t sp;
+    uint64_t regs[HG_SCAN_REG_WORDS];
+} hg_thread_state;
+
+/* Seizes and interrupts every thread of `pid` (PTRACE_SEIZE + PTRACE_INTERRUPT,
+ * re-reading /proc/PID/task until no new thread appears) and reads its
+ * registers. Returns the number of threads stopped (>= 0) or -errno (EPERM:
+ * not permitted; every thread stopped so far is released first). */
+int hg_threads_stop(pid_t pid, hg_thread_state *threads, int capacity);
+/* Detaches the n threads hg_threads_stop stopped (they run on). */
+void hg_threads_resume(const hg_thread_state *threads, int n);
+
 /* Conservative reachability scan of process `pid` (LeakSanitizer-style), which
  * must be stopped or blocked. `addrs` (ascending, non-overlapping) and `sizes`
  * are its n live heap blocks. Roots: every rw mapping of /proc/PID/maps that
- * overlaps no live block, except the heapgen memfd mappings. Every 8-aligned
- * word pointing into [addr, addr+max(size,1)) of a block marks it; marked
- * blocks are scanned in turn (worklist). marked[i] is set to 1 for reached
- * blocks. Reads at most max_bytes bytes and runs at most max_ns. Returns 0 if
- * the scan completed (result->error == 0 && !aborted), else -1. */
+ * overlaps no live block, except the heapgen memfd mappings; in a mapping that
+ * holds a thread's stack pointer only [SP, end) (what lies below is dead
+ * frames); every thread's registers. The threads are stopped with ptrace for
+ * the registers and SPs (hg_threads_stop); if that is not permitted
+ * (result->ptrace_error), whole stacks are roots except the requester's:
+ * `requester_sp` (0: unknown) bounds the mapping that holds it. In libc's own
+ * writable data (the allocator's state: main_arena.top, bins) only a block's
+ * start address is a reference, never an interior one (those are chunk
+ * headers of the following chunk). Every other 8-aligned word pointing into
+ * [addr, addr+max(size,1)) of a block marks it; marked blocks are scanned in
+ * turn (worklist). marked[i] is set to 1 for reached blocks. If `owners` (n
+ * entries) is given, unreached blocks are then split as valgrind does: an
+ * unreached block reached from another unreached one is indirect (marked[i]
+ * = 2, owners[i] = index of the direct block whose clique holds it), the
+ * rest direct (marked[i] = 0); a cycle of unreached blocks that no other
+ * unreached block reaches is one direct block (its lowest address) and the
+ * rest indirect (valgrind's rule). Reads at most
+ * max_bytes bytes and runs at most max_ns. Returns 0 if the scan completed
+ * (result->error == 0 && !aborted), else -1. */
 int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t n,
-                 uint8_t *marked, uint64_t max_bytes, uint64_t max_ns, hg_scan_result *result);
+                 uint8_t *marked, uint64_t *owners, uint64_t max_bytes, uint64_t max_ns,
+                 uint64_t requester_sp, hg_scan_result *result);
+
+/* Reads the NUL-terminated string at `address` in process `pid` into buf
+ * (capacity bytes, terminator included). Returns its length, or -1 if it
+ * cannot be read or has no terminator within capacity. */
+ssize_t hg_read_remote_string(pid_t pid, uint64_t address, char *buf, size_t capacity);
 
 /* -------------------------------------------------------------- inspection */
 

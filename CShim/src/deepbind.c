@@ -1,0 +1,190 @@
+/*
+ * deepbind.c — dlopen, so that libraries loaded with RTLD_DEEPBIND still
+ * allocate through the shim.
+ *
+ * RTLD_DEEPBIND puts a library's own lookup scope (itself and what it
+ * loads with it, libc among them) ahead of the global one, so its calls to
+ * malloc & co bind to libc's and bypass LD_PRELOAD: heapgen would miss its
+ * allocations and, worse, its frees of blocks it got from the shim, and a
+ * freed block would stay "live" (a false leak). heaptrack meets the same
+ * problem; here, after such a dlopen, the allocation imports of every
+ * object the call loaded are bound to what the global scope defines (the
+ * shim's functions, or an allocator the executable itself defines, exactly
+ * what a library loaded without RTLD_DEEPBIND would call): their GOT
+ * entries (R_X86_64_JUMP_SLOT and R_X86_64_GLOB_DAT relocations) are
+ * overwritten, under a temporary mprotect where RELRO made them read-only.
+ *
+ * Limits: allocations made by the library's constructors, which run inside
+ * dlopen, are not seen (their frees later are untracked frees, ignored).
+ * Only RTLD_DEEPBIND calls take the slow path; every other dlopen is a tail
+ * call, so glibc sees the program's own code as the caller (its RUNPATH and
+ * $ORIGIN). For a RTLD_DEEPBIND call the caller glibc sees is the shim: a
+ * bare library name is searched without the calling object's DT_RUNPATH.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include "shim.h"
+
+typedef void *(*dlopen_fn)(const char *, int);
+
+/* The imports rebound: the allocation family the shim interposes. */
+static const char *const rebound[] = {
+    "malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign",
+    "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size",
+    "free_sized", "free_aligned_sized",
+};
+#define REBOUND_COUNT (sizeof rebound / sizeof rebound[0])
+
+static dlopen_fn real_dlopen(void)
+{
+    static dlopen_fn real;
+    if (HG_UNLIKELY(real == NULL)) {
+        hg_guard++;
+        real = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
+        hg_guard--;
+    }
+    return real;
+}
+
+static int count_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)info;
+    (void)size;
+    (*(size_t *)arg)++;
+    return 0;
+}
+
+/* A dynamic-section pointer: glibc relocates most of them in place, but not
+ * on every architecture or for every object; an unrelocated one is below
+ * the load bias. */
+static uintptr_t dyn_ptr(ElfW(Addr) bias, ElfW(Addr) value)
+{
+    return value < bias ? bias + value : value;
+}
+
+typedef struct patch_ctx {
+    size_t first;           /* objects from this index on were loaded by the call */
+    size_t index;
+    void *targets[REBOUND_COUNT];
+} patch_ctx;
+
+/* Writes `value` to the GOT slot `slot`, making its page writable for the
+ * moment if it lies in the object's RELRO region. */
+static void write_slot(void **slot, void *value, uintptr_t relro_start, uintptr_t relro_end)
+{
+    if (*slot == value)
+        return;
+    uintptr_t at = (uintptr_t)slot;
+    int relro = at >= relro_start && at < relro_end;
+    long page = sysconf(_SC_PAGESIZE);
+    void *base = (void *)(at & ~(uintptr_t)(page - 1));
+    if (relro && mprotect(base, (size_t)page, PROT_READ | PROT_WRITE) != 0)
+        return;             /* cannot write: leave the binding as it is */
+    __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+    if (relro)
+        (void)mprotect(base, (size_t)page, PROT_READ);
+}
+
+static void patch_relocations(const ElfW(Rela) *rela, size_t bytes, ElfW(Addr) bias,
+                              const ElfW(Sym) *symtab, const char *strtab, const patch_ctx *ctx,
+                              uintptr_t relro_start, uintptr_t relro_end)
+{
+    for (size_t i = 0; i < bytes / sizeof *rela; i++) {
+        unsigned long type = ELF64_R_TYPE(rela[i].r_info);
+        if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+            continue;
+        unsigned long sym = ELF64_R_SYM(rela[i].r_info);
+        if (sym == 0)
+            continue;
+        const char *name = strtab + symtab[sym].st_name;
+        if (symtab[sym].st_shndx != SHN_UNDEF)
+            continue;       /* the object defines it itself: its own allocator */
+        for (size_t k = 0; k < REBOUND_COUNT; k++) {
+            if (ctx->targets[k] != NULL && strcmp(name, rebound[k]) == 0) {
+                write_slot((void **)(bias + rela[i].r_offset), ctx->targets[k], relro_start, relro_end);
+                break;
+            }
+        }
+    }
+}
+
+static int patch_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    patch_ctx *ctx = arg;
+    if (ctx->index++ < ctx->first)
+        return 0;
+    const ElfW(Dyn) *dyn = NULL;
+    uintptr_t relro_start = 0, relro_end = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+        else if (ph->p_type == PT_GNU_RELRO) {
+            relro_start = info->dlpi_addr + ph->p_vaddr;
+            relro_end = relro_start + ph->p_memsz;
+        }
+    }
+    if (dyn == NULL)
+        return 0;
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+    const ElfW(Rela) *jmprel = NULL, *rela = NULL;
+    size_t jmprel_bytes = 0, rela_bytes = 0;
+    int pltrel_is_rela = 1;
+    ElfW(Addr) bias = info->dlpi_addr;
+    for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+        switch (d->d_tag) {
+        case DT_SYMTAB: symtab = (const ElfW(Sym) *)dyn_ptr(bias, d->d_un.d_ptr); break;
+        case DT_STRTAB: strtab = (const char *)dyn_ptr(bias, d->d_un.d_ptr); break;
+        case DT_JMPREL: jmprel = (const ElfW(Rela) *)dyn_ptr(bias, d->d_un.d_ptr); break;
+        case DT_PLTRELSZ: jmprel_bytes = d->d_un.d_val; break;
+        case DT_PLTREL: pltrel_is_rela = d->d_un.d_val == DT_RELA; break;
+        case DT_RELA: rela = (const ElfW(Rela) *)dyn_ptr(bias, d->d_un.d_ptr); break;
+        case DT_RELASZ: rela_bytes = d->d_un.d_val; break;
+        default: break;
+        }
+    }
+    if (symtab == NULL || strtab == NULL)
+        return 0;
+    if (jmprel != NULL && pltrel_is_rela)
+        patch_relocations(jmprel, jmprel_bytes, bias, symtab, strtab, ctx, relro_start, relro_end);
+    if (rela != NULL)
+        patch_relocations(rela, rela_bytes, bias, symtab, strtab, ctx, relro_start, relro_end);
+    return 0;
+}
+
+/* The RTLD_DEEPBIND path: load, then bind the new objects' allocation imports. */
+static void *deepbind_open(dlopen_fn real, const char *file, int flags)
+{
+    size_t before = 0;
+    dl_iterate_phdr(count_object, &before);
+    void *handle = real(file, flags);
+    if (handle == NULL)
+        return NULL;
+    patch_ctx ctx = { .first = before };
+    hg_guard++;
+    for (size_t k = 0; k < REBOUND_COUNT; k++)
+        ctx.targets[k] = dlsym(RTLD_DEFAULT, rebound[k]);
+    hg_guard--;
+    dl_iterate_phdr(patch_object, &ctx);
+    return handle;
+}
+
+HG_EXPORT void *dlopen(const char *file, int flags)
+{
+    dlopen_fn real = real_dlopen();
+    if (HG_UNLIKELY(real == NULL))
+        return NULL;
+#ifdef __x86_64__
+    if (HG_UNLIKELY(flags & RTLD_DEEPBIND))
+        return deepbind_open(real, file, flags);
+#endif
+    /* A tail call: glibc takes its caller from the return address. */
+    return real(file, flags);
+}

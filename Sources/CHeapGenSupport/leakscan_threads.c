@@ -1,0 +1,136 @@
+/* Stops every thread of a traced process for the leak scan (hg_leak_scan)
+ * and reads its registers and stack pointer, as LeakSanitizer's
+ * StopTheWorld does: a pointer held only in a register is a reference, and
+ * the stack below a thread's stack pointer is dead frames, not a root.
+ *
+ * PTRACE_SEIZE + PTRACE_INTERRUPT (not PTRACE_ATTACH: no SIGSTOP is sent,
+ * so the program sees no signal and its job-control state is untouched).
+ * Signals that arrive while a thread is stopped are re-injected at detach.
+ * See hg_threads_stop in CHeapGenSupport.h. */
+#include "CHeapGenSupport.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+
+#ifndef PTRACE_EVENT_STOP
+#define PTRACE_EVENT_STOP 128
+#endif
+
+static int seized(const hg_thread_state *threads, int n, pid_t tid)
+{
+    for (int i = 0; i < n; i++)
+        if (threads[i].tid == tid) return 1;
+    return 0;
+}
+
+#if defined(__x86_64__)
+/* Copies the general-purpose registers of a stopped thread. */
+static int read_registers(hg_thread_state *t)
+{
+    struct user_regs_struct r;
+    if (ptrace(PTRACE_GETREGS, t->tid, NULL, &r) != 0) return -errno;
+    const unsigned long long words[HG_SCAN_REG_WORDS] = {
+        r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp, r.rsp,
+        r.r8, r.r9, r.r10, r.r11, r.r12, r.r13, r.r14, r.r15,
+    };
+    for (int i = 0; i < HG_SCAN_REG_WORDS; i++) t->regs[i] = (uint64_t)words[i];
+    t->sp = (uint64_t)r.rsp;
+    return 0;
+}
+#endif
+
+/* Seizes and interrupts `tid`, waits for its stop. 1 stopped, 0 gone, -errno. */
+static int stop_one(hg_thread_state *t, pid_t tid)
+{
+#if defined(__x86_64__)
+    memset(t, 0, sizeof *t);
+    t->tid = tid;
+    if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0)
+        return errno == ESRCH ? 0 : -errno;
+    if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0) {
+        int e = errno;
+        (void)ptrace(PTRACE_DETACH, tid, NULL, NULL);
+        return e == ESRCH ? 0 : -e;
+    }
+    for (;;) {
+        int status = 0;
+        pid_t got = waitpid(tid, &status, __WALL);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return errno == ECHILD ? 0 : -errno;
+        }
+        if (WIFEXITED(status) || WIFSIGNALED(status)) return 0;
+        if (!WIFSTOPPED(status)) continue;
+        if ((status >> 16) != PTRACE_EVENT_STOP) {
+            /* A signal-delivery stop came first: keep the signal for the
+             * detach; our interrupt's stop follows once it resumes, but
+             * stopped is all we need. */
+            t->pending_signal = WSTOPSIG(status);
+        }
+        break;
+    }
+    int rc = read_registers(t);
+    if (rc != 0) {
+        (void)ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)t->pending_signal);
+        return rc == -ESRCH ? 0 : rc;
+    }
+    return 1;
+#else
+    (void)t;
+    (void)tid;
+    return -ENOSYS;
+#endif
+}
+
+int hg_threads_stop(pid_t pid, hg_thread_state *threads, int capacity)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    int n = 0;
+    /* Threads may start while we stop others: read the list until a pass adds none. */
+    for (int pass = 0; pass < 64; pass++) {
+        DIR *dir = opendir(path);
+        if (dir == NULL) {
+            int e = errno;
+            hg_threads_resume(threads, n);
+            return -e;
+        }
+        int added = 0;
+        struct dirent *d;
+        while ((d = readdir(dir)) != NULL) {
+            pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
+            if (tid <= 0 || seized(threads, n, tid)) continue;
+            if (n == capacity) {
+                closedir(dir);
+                hg_threads_resume(threads, n);
+                return -E2BIG;
+            }
+            int rc = stop_one(&threads[n], tid);
+            if (rc < 0) {
+                closedir(dir);
+                hg_threads_resume(threads, n);
+                return rc;
+            }
+            if (rc == 1) {
+                n++;
+                added++;
+            }
+        }
+        closedir(dir);
+        if (added == 0) return n;
+    }
+    return n;
+}
+
+void hg_threads_resume(const hg_thread_state *threads, int n)
+{
+    for (int i = 0; i < n; i++)
+        (void)ptrace(PTRACE_DETACH, threads[i].tid, NULL, (void *)(long)threads[i].pending_signal);
+}

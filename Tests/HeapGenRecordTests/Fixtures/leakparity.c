@@ -1,0 +1,190 @@
+/*
+ * leakparity.c: one leak case per argv[1], each with a known answer that
+ * LeakSanitizer's and valgrind's own tests teach (compiler-rt test/lsan,
+ * memcheck/tests/leak-*.c). No stdio: nothing else allocates.
+ *
+ *   deadframe   48 B whose only pointer is left in a returned frame (16 KiB below
+ *               main, never overwritten): 1 leaked, 48 B
+ *   register    72 B held only in a register of a spinning thread: none leaked
+ *   tls         56 B held only in a __thread variable (main and a blocked thread): none
+ *   interior    128 B held only by a pointer to its middle: none (valgrind: possibly lost)
+ *   size N      one block of N bytes, the last carved from the top chunk: 1 leaked, N B
+ *   cycle       three 32 B blocks pointing at each other in a ring: 3 leaked, 96 B
+ *   ninetenths  10 blocks of 96 B from one site, one kept: 9 leaked, 864 B
+ *   fork        the child leaks 200 B and exits normally; the parent leaks nothing
+ *   traced      like fork, but the child is already ptraced by its parent (PTRACE_TRACEME)
+ *               and leaks its 48 B in a dead frame: no one else may stop its threads
+ *   blocked     threads blocked in read() and nanosleep() while a scan (asked for
+ *               mid-run with heapgen_control, when heapgen runs it) stops them:
+ *               they must not see it (each says so if its call returned early;
+ *               main waits 200 ms after the scan so that they could)
+ *   none        blocks all kept in globals: none leaked
+ */
+#include <pthread.h>
+#include <time.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "heapgen.h"
+
+void *volatile keep[16];
+__thread void *volatile tls_main;     /* extern and volatile: the stores stay */
+__thread void *volatile tls_thread;
+static volatile int ready;
+
+/* Leaves its block's only pointer in its own frame, then returns. */
+__attribute__((noipa)) void leave_in_frame(void) {
+    void *volatile local = malloc(48);
+    memset(local, 1, 48);
+}
+
+/* Calls leave_in_frame 16 KiB deeper than main, below anything exit() and
+ * the scan request later put on the stack: the stale pointer stays in the
+ * dead part of the stack. */
+__attribute__((noipa)) void deep_frame(void) {
+    volatile char pad[16384];
+    pad[0] = 1;
+    leave_in_frame();
+    pad[1] = pad[0];
+}
+
+/* Holds a 72 B block in r12 only, forever. */
+static void *register_holder(void *arg) {
+    (void)arg;
+    register void *held __asm__("r12") = malloc(72);
+    __asm__ volatile("" : "+r"(held));
+    __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+    /* No other register keeps a copy (malloc returned it in rax). */
+    __asm__ volatile("xor %%eax, %%eax\n\txor %%ecx, %%ecx\n\txor %%edx, %%edx\n\t"
+                     "xor %%esi, %%esi\n\txor %%edi, %%edi\n\txor %%r8d, %%r8d\n\t"
+                     "xor %%r9d, %%r9d\n\txor %%r10d, %%r10d\n\txor %%r11d, %%r11d"
+                     : : : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11");
+    for (;;) __asm__ volatile("pause" : : "r"(held));
+    return NULL;
+}
+
+static void *tls_holder(void *arg) {
+    (void)arg;
+    tls_thread = malloc(56);
+    __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+    for (;;) pause();
+    return NULL;
+}
+
+__attribute__((noipa)) void make_cycle(void) {
+    void **a = malloc(32), **b = malloc(32), **c = malloc(32);
+    memset(a, 0, 32); memset(b, 0, 32); memset(c, 0, 32);
+    a[0] = b; b[0] = c; c[0] = a;
+    keep[15] = a;       /* escapes: the compiler keeps the mallocs */
+    keep[15] = NULL;
+}
+
+__attribute__((noipa)) void *one_of_ten(void) {
+    return malloc(96);
+}
+
+__attribute__((noipa)) void lose(size_t n) {
+    void *volatile p = malloc(n);
+    memset(p, 2, n);
+}
+
+/* Overwrites the stack below the caller: no stale copy of a pointer survives there. */
+__attribute__((noipa)) void scrub(void) {
+    volatile char junk[8192];
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = 0;
+}
+
+static int pipe_fds[2];
+
+static void *blocked_reader(void *arg) {
+    char c;
+    if (read(pipe_fds[0], &c, 1) < 0) write(1, "read interrupted\n", 17);
+    else write(1, "read returned\n", 14);
+    return arg;
+}
+
+static void *blocked_sleeper(void *arg) {
+    struct timespec t = { 30, 0 };
+    if (nanosleep(&t, NULL) != 0) write(1, "sleep interrupted\n", 18);
+    return arg;
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "none";
+    if (strcmp(mode, "deadframe") == 0) {
+        deep_frame();
+        return 0;               /* no scrub: the dead frame keeps the pointer */
+    } else if (strcmp(mode, "register") == 0) {
+        pthread_t t;
+        pthread_create(&t, NULL, register_holder, NULL);
+        while (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {}
+        scrub();
+        exit(0);
+    } else if (strcmp(mode, "tls") == 0) {
+        tls_main = malloc(56);
+        pthread_t t;
+        pthread_create(&t, NULL, tls_holder, NULL);
+        while (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {}
+        scrub();
+        exit(0);
+    } else if (strcmp(mode, "interior") == 0) {
+        char *p = malloc(128);
+        keep[0] = p + 64;
+    } else if (strcmp(mode, "size") == 0 && argc > 2) {
+        lose((size_t)strtoul(argv[2], NULL, 10));
+    } else if (strcmp(mode, "cycle") == 0) {
+        make_cycle();
+    } else if (strcmp(mode, "ninetenths") == 0) {
+        for (int i = 0; i < 10; i++) {
+            void *volatile p = one_of_ten();
+            if (i == 3) keep[0] = p;
+        }
+    } else if (strcmp(mode, "fork") == 0) {
+        keep[1] = malloc(40);
+        pid_t child = fork();
+        if (child == 0) {
+            lose(200);
+            scrub();
+            exit(0);
+        }
+        int status = 0;
+        waitpid(child, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 9;
+    } else if (strcmp(mode, "blocked") == 0) {
+        if (pipe(pipe_fds) != 0) return 7;
+        keep[0] = malloc(24);
+        pthread_t a, b;
+        pthread_create(&a, NULL, blocked_reader, NULL);
+        pthread_create(&b, NULL, blocked_sleeper, NULL);
+        struct timespec t = { 0, 50000000 };
+        nanosleep(&t, NULL);
+        if (heapgen_control) {      /* weak: NULL without heapgen */
+            char answer[512];
+            long n = heapgen_control("{\"op\":\"scan\"}", answer, sizeof answer);
+            if (n > 0) {            /* the answer to stderr: stdout stays the program's */
+                write(2, answer, strnlen(answer, sizeof answer));
+                write(2, "\n", 1);
+            }
+        }
+        t.tv_nsec = 200000000;      /* a thread the scan woke would speak now */
+        nanosleep(&t, NULL);
+        write(1, "main done\n", 10);
+    } else if (strcmp(mode, "traced") == 0) {
+        pid_t child = fork();
+        if (child == 0) {
+            if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0) _exit(8);
+            deep_frame();
+            exit(0);
+        }
+        int status = 0;
+        waitpid(child, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 9;
+    } else {
+        for (int i = 0; i < 4; i++) keep[i] = malloc(24 + 8 * i);
+    }
+    scrub();
+    return 0;
+}

@@ -1,0 +1,228 @@
+// `--leaks` against what LeakSanitizer's and valgrind's own tests teach
+// (Fixtures/leakparity.c, deepmain.c + deepplugin.c): dead stack frames are not
+// roots, registers and TLS are, the allocator's bookkeeping is not a reference,
+// cycles leak, forked children are scanned, RTLD_DEEPBIND plugins are tracked,
+// and every unreachable block of a site is counted. Each case is compared with
+// valgrind's definitely + indirectly lost blocks and bytes on the same binary.
+
+import Foundation
+import HeapGenTestSupport
+import XCTest
+
+final class LeakParityTests: XCTestCase {
+    /// Leaked blocks and bytes as heapgen reports them.
+    private struct Verdict: Equatable, CustomStringConvertible {
+        var blocks: Int
+        var bytes: Int
+        var description: String { "\(blocks) block(s), \(bytes) B" }
+    }
+
+    /// `heapgen run --leaks --format json -- PROGRAM ARGS`: status, report, leaked findings.
+    private func heapgen(_ program: String, _ arguments: [String], flags: [String] = ["--leaks"])
+        throws -> (result: ProcessResult, report: [String: Any], leaked: [[String: Any]]) {
+        let result = try HeapGenCLI.run(["run", "--format", "json"] + flags + ["--", program] + arguments)
+        guard let report = try? JSONSerialization.jsonObject(with: result.stdout) as? [String: Any] else {
+            throw TestSupportError("not one JSON report:\n\(result.transcript)")
+        }
+        let leaked = (report["findings"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "leaked" }
+        return (result, report, leaked)
+    }
+
+    private func total(_ leaked: [[String: Any]]) -> Verdict {
+        Verdict(blocks: leaked.reduce(0) { $0 + ($1["leakedBlocks"] as? Int ?? -1_000_000) },
+                bytes: leaked.reduce(0) { $0 + ($1["leakedBytes"] as? Int ?? -1_000_000) })
+    }
+
+    /// valgrind --leak-check=full: definitely + indirectly lost, and possibly lost.
+    private func valgrind(_ program: String, _ arguments: [String]) throws -> (lost: Verdict, possibly: Verdict) {
+        let valgrind = try tool("valgrind", hint: "apt-get install -y valgrind (.ci/run does)")
+        let r = try runProcess(valgrind, ["--leak-check=full", "--run-libc-freeres=no", "--run-cxx-freeres=no",
+                                          program] + arguments, timeout: 600)
+        guard r.status == 0 else { throw TestSupportError("valgrind run failed:\n\(r.transcript)") }
+        /// Summed over the processes valgrind followed (a forked child reports its own).
+        func figure(_ label: String) -> Verdict {
+            // ==1== definitely lost: 48 bytes in 1 blocks
+            var sum = Verdict(blocks: 0, bytes: 0)   // "All heap blocks were freed": no summary lines
+            for line in r.stderrLines where line.contains(label + ":") {
+                let words = line.components(separatedBy: label + ":")[1]
+                    .replacingOccurrences(of: ",", with: "").split(separator: " ")
+                if words.count >= 4, let bytes = Int(words[0]), let blocks = Int(words[3]) {
+                    sum.blocks += blocks
+                    sum.bytes += bytes
+                }
+            }
+            return sum
+        }
+        let definitely = figure("definitely lost"), indirectly = figure("indirectly lost")
+        return (Verdict(blocks: definitely.blocks + indirectly.blocks, bytes: definitely.bytes + indirectly.bytes),
+                figure("possibly lost"))
+    }
+
+    /// One case: heapgen's leaked blocks and bytes equal `expected` and valgrind's lost ones.
+    private func check(_ arguments: [String], expected: Verdict, file: StaticString = #filePath, line: UInt = #line) throws {
+        let exe = try Fixture.build("leakparity.c")
+        let native = try runProcess(exe, arguments)
+        XCTAssertStatus(native, 0, "the fixture fails without heapgen", file: file, line: line)
+        let (result, _, leaked) = try heapgen(exe, arguments)
+        XCTAssertStatus(result, 0, file: file, line: line)
+        XCTAssertEqual(total(leaked), expected, "heapgen \(arguments)\n\(result.transcript)", file: file, line: line)
+        let v = try valgrind(exe, arguments)
+        XCTAssertEqual(v.lost, expected, "valgrind \(arguments)", file: file, line: line)
+    }
+
+    func testAPointerLeftInAReturnedFrameKeepsNothingAlive() throws {
+        try check(["deadframe"], expected: Verdict(blocks: 1, bytes: 48))
+    }
+
+    func testAPointerInAnotherThreadsRegisterIsAReference() throws {
+        try check(["register"], expected: Verdict(blocks: 0, bytes: 0))
+        // The 72 B block was live and reached (through r12 of the spinning thread only).
+        let (_, report, _) = try heapgen(try Fixture.build("leakparity.c"), ["register"])
+        let notes = report["notes"] as? [String] ?? []
+        XCTAssertTrue(notes.contains("leak scan: 0 unreachable blocks (0 B) of 2 live at exit."), "\(notes)")
+    }
+
+    func testThreadLocalVariablesAreRoots() throws {
+        try check(["tls"], expected: Verdict(blocks: 0, bytes: 0))
+    }
+
+    func testAnInteriorPointerKeepsItsBlock() throws {
+        try check(["interior"], expected: Verdict(blocks: 0, bytes: 0))
+        // valgrind calls it possibly lost; LeakSanitizer (and heapgen) reachable.
+        let v = try valgrind(try Fixture.build("leakparity.c"), ["interior"])
+        XCTAssertEqual(v.possibly, Verdict(blocks: 1, bytes: 128))
+    }
+
+    /// The last block carved from the top chunk: glibc's main_arena.top points inside it
+    /// when its size is 8 more than a multiple of 16, or less.
+    func testEveryLeakSizeIsFoundDespiteTheAllocatorsTopPointer() throws {
+        for size in [16, 24, 32, 40, 96, 100, 1000, 2664, 4096, 4104] {
+            try check(["size", String(size)], expected: Verdict(blocks: 1, bytes: size))
+        }
+    }
+
+    func testACycleOfUnreachableBlocksLeaks() throws {
+        try check(["cycle"], expected: Verdict(blocks: 3, bytes: 96))
+    }
+
+    func testNineOfTenBlocksOfOneSite() throws {
+        try check(["ninetenths"], expected: Verdict(blocks: 9, bytes: 864))
+        let exe = try Fixture.build("leakparity.c")
+        let (_, _, leaked) = try heapgen(exe, ["ninetenths"])
+        XCTAssertEqual(leaked.count, 1, "one site")
+
+        // The text report and the gate say it LeakSanitizer's way.
+        let text = try HeapGenCLI.run(["run", "--leaks", "--", exe, "ninetenths"])
+        XCTAssertStatus(text, 0)
+        let out = String(decoding: text.stdout, as: UTF8.self)
+        XCTAssertTrue(out.contains("leaked: 9 blocks, 864 B"), out)
+        XCTAssertTrue(out.contains("SUMMARY: heapgen: 864 byte(s) leaked in 9 allocation(s)."), out)
+        let gate = try HeapGenCLI.run(["run", "--fail-on", "leaked", "--", exe, "ninetenths"])
+        XCTAssertStatus(gate, 23)
+        let lines = gate.stderrLines
+        XCTAssertTrue(lines.contains { $0.hasPrefix("heapgen: gate failed: 1 leaked site (864 B in 9 blocks): ") }, gate.transcript)
+        XCTAssertTrue(lines.contains("SUMMARY: heapgen: 864 byte(s) leaked in 9 allocation(s)."), gate.transcript)
+        XCTAssertEqual(lines.last, "SUMMARY: heapgen: gate failed: 1 leaked site (864 B in 9 blocks).", gate.transcript)
+    }
+
+    func testNothingLeakedWhenEverythingIsKept() throws {
+        try check(["none"], expected: Verdict(blocks: 0, bytes: 0))
+    }
+
+    /// The child leaks 200 B and exits normally; the parent keeps its one block.
+    func testAForkedChildThatLeaksFailsTheGate() throws {
+        let exe = try Fixture.build("leakparity.c")
+        XCTAssertStatus(try runProcess(exe, ["fork"]), 0)
+        let (result, _, leaked) = try heapgen(exe, ["fork"], flags: ["--fail-on", "leaked"])
+        XCTAssertStatus(result, 23)
+        XCTAssertEqual(leaked.count, 0, "the parent (the report) leaks nothing")
+        let lines = result.stderrLines
+        XCTAssertTrue(lines.contains { $0.hasPrefix("heapgen: gate failed: 1 leaked site (200 B in 1 block): ") }, result.transcript)
+        XCTAssertTrue(lines.contains("SUMMARY: heapgen: 200 byte(s) leaked in 1 allocation(s)."), result.transcript)
+
+        // The child's trace holds the scan: its one leaked block, and the 40 B it inherited reachable.
+        let rec = try HeapGenCLI.recording(exe, ["fork"], flags: ["--quiet", "--leaks"])
+        XCTAssertStatus(rec.result, 0)
+        let traces = rec.allTraces
+        XCTAssertEqual(traces.count, 2, "\(traces)")
+        var unreachable: [String: [UInt64]] = [:]
+        var sizes: [String: [UInt64: UInt64]] = [:]
+        for trace in traces {
+            for record in try HeapGenCLI.records(trace) {
+                switch record {
+                case let .unreachable(addresses): unreachable[trace, default: []] += addresses
+                case let .allocation(_, address, size, _, _): sizes[trace, default: [:]][address] = size
+                default: break
+                }
+            }
+        }
+        XCTAssertEqual(unreachable[rec.trace] ?? [], [], "the parent")
+        let child = traces.first { $0 != rec.trace } ?? ""
+        XCTAssertEqual((unreachable[child] ?? []).map { sizes[child]?[$0] }, [200], "the child")
+
+        let v = try valgrind(exe, ["fork"])   // valgrind reports the child's leak too
+        XCTAssertEqual(v.lost, Verdict(blocks: 1, bytes: 200))
+    }
+
+    /// Stopping the threads for the scan is invisible to the program: a read() and a
+    /// nanosleep() in progress go on (the kernel restarts them), output and status are
+    /// those of the run without heapgen.
+    func testThreadsStoppedForTheScanDoNotNotice() throws {
+        let exe = try Fixture.build("leakparity.c")
+        let native = try runProcess(exe, ["blocked"])
+        XCTAssertStatus(native, 0)
+        XCTAssertEqual(native.stdoutText, "main done\n")
+        for _ in 1...3 {
+            let rec = try HeapGenCLI.recording(exe, ["blocked"], flags: ["--quiet", "--leaks"])
+            XCTAssertStatus(rec.result, 0)
+            XCTAssertEqual(rec.result.stdout, native.stdout, rec.result.transcript)
+            var scans = 0
+            for record in try HeapGenCLI.records(rec.trace) {
+                if case let .unreachable(addresses) = record { scans += 1; XCTAssertEqual(addresses, []) }
+            }
+            XCTAssertEqual(scans, 2, "the program's scan, then the one at exit")
+            // The program's scan stopped its three threads.
+            XCTAssertTrue(rec.result.stderrText.contains("\"threads\":3,\"threadsStopped\":3,"), rec.result.transcript)
+        }
+    }
+
+    /// A child its parent already traces (PTRACE_TRACEME): the collector may not stop its
+    /// threads, says so, and bounds the requesting thread's stack by the stack pointer the
+    /// shim sent: the pointer in the dead frame still keeps nothing alive.
+    func testWithoutPtraceTheRequestersStackPointerBoundsTheStack() throws {
+        let exe = try Fixture.build("leakparity.c")
+        XCTAssertStatus(try runProcess(exe, ["traced"]), 0)
+        let (result, _, leaked) = try heapgen(exe, ["traced"], flags: ["--fail-on", "leaked"])
+        XCTAssertStatus(result, 23)
+        XCTAssertEqual(leaked.count, 0, "the parent leaks nothing")
+        let lines = result.stderrLines
+        XCTAssertTrue(lines.contains { $0.hasPrefix("heapgen: note: the leak scan could not stop the threads of process ")
+                                       && $0.contains("(Operation not permitted: another tracer") }, result.transcript)
+        XCTAssertTrue(lines.contains { $0.hasPrefix("heapgen: gate failed: 1 leaked site (48 B in 1 block): blocks at leave_in_frame") },
+                      result.transcript)
+        XCTAssertTrue(lines.contains("SUMMARY: heapgen: 48 byte(s) leaked in 1 allocation(s)."), result.transcript)
+    }
+
+    /// deepmain loads deepplugin with RTLD_DEEPBIND: the plugin's malloc and free bind inside
+    /// it, past the preloaded shim, unless the shim rebinds them. The plugin frees a block of
+    /// main's; missed, it would stay live and unreachable: a false leak.
+    func testADeepBindPluginIsTrackedAndLeaksNothing() throws {
+        let plugin = try Fixture.build("deepplugin.c", shared: true)
+        let exe = try Fixture.build("deepmain.c")
+        for mode in [[], ["plain"]] {
+            let native = try runProcess(exe, [plugin] + mode)
+            XCTAssertStatus(native, 0, "the fixture fails without heapgen")
+            let (result, _, leaked) = try heapgen(exe, [plugin] + mode, flags: ["--leaks", "--fail-on", "leaked"])
+            XCTAssertStatus(result, 0)
+            XCTAssertEqual(leaked.count, 0, "\(mode)\n\(result.transcript)")
+
+            let rec = try HeapGenCLI.recording(exe, [plugin] + mode, flags: ["--quiet"])
+            XCTAssertStatus(rec.result, 0)
+            let s = try HeapGenCLI.summary(rec.trace)
+            let usage = try Valgrind.heapUsage(exe, [plugin] + mode)
+            XCTAssertEqual(s.allocationCount, usage.allocs, "\(mode)\n\(s)")
+            XCTAssertEqual(s.freeCount, usage.frees, "\(mode)\n\(s)")
+            XCTAssertEqual(s.unknownFrees, 0, "\(mode)\n\(s)")
+        }
+    }
+}
