@@ -54,7 +54,7 @@ final class SymbolsRecordTests: XCTestCase {
         XCTAssertEqual(UInt64(amended.count), size)
         XCTAssertGreaterThan(amended.count, plain.count)
         // Everything before the end chunk is unchanged; the file ends with the same end chunk.
-        let endChunk = 8 + 11   // the end record of this trace in a chunk of its own
+        let endChunk = 8 + 12   // the end record of this trace (with stacksLost) in a chunk of its own
         XCTAssertEqual(amended.prefix(plain.count - endChunk), plain.prefix(plain.count - endChunk))
         XCTAssertEqual(amended.suffix(endChunk), plain.suffix(endChunk))
         var reader = try TraceReader(path: path, strict: true)
