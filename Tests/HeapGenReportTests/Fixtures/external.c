@@ -8,6 +8,7 @@
  *       runs the cycle and writes one byte to DONE_FIFO. No stdio.
  */
 #include <fcntl.h>
+#include <errno.h>
 #include <stdio.h>      /* rename only: no stdio streams are used */
 #include <stdlib.h>
 #include <string.h>
@@ -31,13 +32,15 @@ __attribute__((noipa)) void leak_two(void) {
 }
 
 static void sleep_until(struct timespec *t) {
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, t, NULL) != 0) {}
+    /* Retry only when a signal interrupted the sleep: any other error would spin. */
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, t, NULL) == EINTR) {}
 }
 
+/* ms may be negative: keep tv_nsec in [0, 1e9) (clock_nanosleep refuses anything else). */
 static void add_ms(struct timespec *t, long ms) {
-    t->tv_nsec += (ms % 1000) * 1000000L;
-    t->tv_sec += ms / 1000 + t->tv_nsec / 1000000000L;
-    t->tv_nsec %= 1000000000L;
+    long long ns = (long long)t->tv_sec * 1000000000LL + t->tv_nsec + (long long)ms * 1000000LL;
+    t->tv_sec = (time_t)(ns / 1000000000LL);
+    t->tv_nsec = (long)(ns % 1000000000LL);
 }
 
 int main(int argc, char **argv) {
