@@ -213,7 +213,7 @@ private enum Redis {
     /// port, SETs and GETs `keys` keys, reads INFO memory, and shuts it down.
     static func session(server: String, start: ([String]) throws -> RunningProcess) throws -> Session {
         let cli = try tool("redis-cli", hint: "apt-get install -y redis-tools")
-        let port = try freeLocalPort()
+        let port = try LocalPort.free()
         let dir = try TestPaths.freshDirectory("redis")
         let process = try start(["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                                  "--dir", dir, "--daemonize", "no"])
@@ -244,24 +244,5 @@ private enum Redis {
         _ = try runProcess(cli, base + ["SHUTDOWN", "NOSAVE"], timeout: 10)
         let result = process.wait(timeout: 60)
         return Session(result: result, replies: batch.stdoutText, memory: memory)
-    }
-
-    /// A TCP port on 127.0.0.1 nobody listens on (the kernel's choice).
-    static func freeLocalPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestSupportError("socket failed") }
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = 0
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                bind(fd, sa, len) == 0 && getsockname(fd, sa, &len) == 0
-            }
-        }
-        guard ok else { throw TestSupportError("cannot bind a port on 127.0.0.1") }
-        return Int(UInt16(bigEndian: addr.sin_port))
     }
 }

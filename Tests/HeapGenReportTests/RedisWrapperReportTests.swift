@@ -16,7 +16,7 @@ final class RedisWrapperReportTests: XCTestCase {
         let cli = try tool("redis-cli", hint: "apt-get install -y redis-tools")
         let dir = try TestPaths.freshDirectory("redis")
         let trace = dir + "/redis.trace"
-        let port = try Self.freeLocalPort()
+        let port = try LocalPort.free()
         let process = try RunningProcess(try TestPaths.heapgen(), [
             "record", "-q", "--output", trace, "--", server, "--port", "\(port)", "--bind", "127.0.0.1",
             "--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no",
@@ -52,24 +52,5 @@ final class RedisWrapperReportTests: XCTestCase {
         XCTAssertTrue(live.contains {
             $0 == "    start-up runtime blocks: 1 block, 72,704 bytes (libstdc++ emergency exception-handling pool, allocated before main; not listed)"
         }, text)
-    }
-
-    /// A TCP port on 127.0.0.1 nobody listens on (the kernel's choice).
-    static func freeLocalPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestSupportError("socket failed") }
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = 0
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                bind(fd, sa, len) == 0 && getsockname(fd, sa, &len) == 0
-            }
-        }
-        guard ok else { throw TestSupportError("cannot bind a port on 127.0.0.1") }
-        return Int(UInt16(bigEndian: addr.sin_port))
     }
 }
