@@ -5,7 +5,7 @@ let package = Package(
     name: "heapgen",
     platforms: [.macOS(.v13)],
     products: [
-        .executable(name: "heapgen", targets: ["heapgen"]),
+        .executable(name: "heapgen", targets: ["HeapGenCLI"]),
         // The preload library. Built as plain C with no Swift runtime in its
         // dependencies (see linkerSettings); tests and `heapgen` find it next
         // to the executable as libHeapGenShim.so.
@@ -45,7 +45,7 @@ let package = Package(
         ),
         // Collector-side C: ring consumer, fd passing, ELF inspection.
         .target(
-            name: "CHeapGenSupport",
+            name: "CHeapGenCollector",
             cSettings: [
                 .headerSearchPath("../../CShim/include"),
                 .unsafeFlags(["-O2", "-D_GNU_SOURCE"]),
@@ -54,7 +54,7 @@ let package = Package(
         // The trace file: records, writer, reader, validation.
         .target(name: "HeapGenTrace"),
         // The collector: starts the program, accepts segments, drains rings into traces.
-        .target(name: "HeapGenRecord", dependencies: ["CHeapGenSupport", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport", "HeapGenSymbolication"]),
+        .target(name: "HeapGenRecord", dependencies: ["CHeapGenCollector", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport", "HeapGenSymbolication"]),
         // Generations, per-site growth, abandoned / cache / leaked findings.
         .target(name: "HeapGenAnalysis", dependencies: ["HeapGenTrace"]),
         // Addresses to functions, files and lines; Swift and C++ demangling.
@@ -84,8 +84,10 @@ let package = Package(
         .target(name: "HeapGenTesting", dependencies: ["HeapGen", "CHeapGenTestingStart"]),
         // A constructor that asks heapgen to track a test binary from start-up.
         .target(name: "CHeapGenTestingStart"),
+        // The command line; its folder is not named `heapgen`, which would collide
+        // with `HeapGen` on a case-insensitive file system.
         .executableTarget(
-            name: "heapgen",
+            name: "HeapGenCLI",
             dependencies: [
                 "HeapGenRecord", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport",
                 "HeapGenDiff", "HeapGenExport", "HeapGenGate", "HeapGenHTML",

@@ -1,6 +1,6 @@
 /*
  * heapgen_protocol.h — the contract between the preload shim (CShim/) and the
- * collector (Sources/CHeapGenSupport, Sources/HeapGenRecord).
+ * collector (Sources/CHeapGenCollector, Sources/HeapGenRecord).
  *
  * Transport, in one paragraph:
  *   `heapgen record` makes a private directory (mkdtemp, mode 0700, under

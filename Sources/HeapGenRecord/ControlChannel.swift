@@ -1,4 +1,4 @@
-import CHeapGenSupport
+import CHeapGenCollector
 import HeapGenAnalysis
 import HeapGenReport
 import HeapGenSymbolication

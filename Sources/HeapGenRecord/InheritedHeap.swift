@@ -1,4 +1,4 @@
-import CHeapGenSupport
+import CHeapGenCollector
 import HeapGenTrace
 
 /// The live heap of a traced process image at one of its forks: what the child

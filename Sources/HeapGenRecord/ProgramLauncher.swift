@@ -1,4 +1,4 @@
-import CHeapGenSupport
+import CHeapGenCollector
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,4 @@
-import CHeapGenSupport
+import CHeapGenCollector
 import HeapGenReport
 import HeapGenTrace
 #if canImport(Glibc)

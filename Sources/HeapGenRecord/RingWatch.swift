@@ -1,4 +1,4 @@
-import CHeapGenSupport
+import CHeapGenCollector
 
 /// The collector's watch over one ring whose program may write over its own segment
 /// (issue 7): the collector keeps its own copy of every position and, whenever a drain

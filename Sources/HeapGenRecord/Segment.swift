@@ -1,4 +1,4 @@
-import CHeapGenSupport
+import CHeapGenCollector
 import HeapGenTrace
 
 /// One accepted segment: the mapping of one traced process image, its ring

@@ -1,4 +1,4 @@
-import CHeapGenSupport
+import CHeapGenCollector
 import HeapGenTrace
 
 /// Moves records from a segment's ring into its trace. Owns reusable buffers:

@@ -44,11 +44,11 @@ final class SARIFPathAndSuppressionFileTests: XCTestCase {
     /// gets %SRCROOT%; a relative path not under the root, none.
     func testArtifactLocationsByPath() {
         let root = TestPaths.repoRoot
-        let inside = SARIFWriter.artifact(root + "/Sources/heapgen/Heapgen.swift", root)
-        XCTAssertEqual(inside.uri, "Sources/heapgen/Heapgen.swift")
+        let inside = SARIFWriter.artifact(root + "/Sources/HeapGenCLI/Heapgen.swift", root)
+        XCTAssertEqual(inside.uri, "Sources/HeapGenCLI/Heapgen.swift")
         XCTAssertEqual(inside.uriBaseId, "%SRCROOT%")
-        let relative = SARIFWriter.artifact("./Sources/heapgen/Heapgen.swift", root)
-        XCTAssertEqual(relative.uri, "Sources/heapgen/Heapgen.swift")
+        let relative = SARIFWriter.artifact("./Sources/HeapGenCLI/Heapgen.swift", root)
+        XCTAssertEqual(relative.uri, "Sources/HeapGenCLI/Heapgen.swift")
         XCTAssertEqual(relative.uriBaseId, "%SRCROOT%")
         let glibc = SARIFWriter.artifact("./nptl/pthread_create.c", root)
         XCTAssertEqual(glibc.uri, "./nptl/pthread_create.c")

@@ -322,11 +322,11 @@ final class StackStoreTests: XCTestCase {
     }
 
     /// The collector's node-chain reader on a hand-made arena (node_chains.c compiles
-    /// Sources/CHeapGenSupport/segment.c in): valid chains read whole, every malformed one
+    /// Sources/CHeapGenCollector/segment.c in): valid chains read whole, every malformed one
     /// (cycles, parents out of range or above their child, depths that do not count down,
     /// flags that disagree, a string where a node should be, too deep) reads as 0.
     func testMalformedNodeChainsAreRejected() throws {
-        let support = TestPaths.repoRoot + "/Sources/CHeapGenSupport"
+        let support = TestPaths.repoRoot + "/Sources/CHeapGenCollector"
         let exe = try Fixture.build("node_chains.c", flags: ["-I", support + "/include", support + "/segment.c"])
         let r = try runProcess(exe, [], timeout: 60)
         XCTAssertStatus(r, 0)

@@ -1,6 +1,6 @@
 /*
  * node_chains.c: the collector's call-tree reader (hg_read_stack_flags in
- * Sources/CHeapGenSupport/segment.c, compiled in with this file) on a
+ * Sources/CHeapGenCollector/segment.c, compiled in with this file) on a
  * hand-made arena: valid chains, and every kind of malformed one a target
  * could write (cycles, parents out of range or not below their child, depths
  * that do not count down, flags that disagree, wrong tags). Prints one line
@@ -8,7 +8,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "CHeapGenSupport.h"
+#include "CHeapGenCollector.h"
 
 static uint64_t arena[4096];          /* 32 KiB, 8-byte aligned: refs are word indexes */
 static hg_segment seg;

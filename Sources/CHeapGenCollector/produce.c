@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "CHeapGenSupport.h"
+#include "CHeapGenCollector.h"
 
 static hg_header *header(const hg_segment *seg) { return (hg_header *)seg->base; }
 

@@ -1,5 +1,5 @@
 /* Process helpers: pidfd, reaping, signals, spawning, /proc reads. */
-#include "CHeapGenSupport.h"
+#include "CHeapGenCollector.h"
 
 #include <errno.h>
 #include <fcntl.h>

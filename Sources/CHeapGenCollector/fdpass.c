@@ -1,5 +1,5 @@
 /* The collector's rendezvous socket and the hello message (heapgen_protocol.h, "Transport", "hg_hello"). */
-#include "CHeapGenSupport.h"
+#include "CHeapGenCollector.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * CHeapGenSupport — the collector's C helpers: ring consumer, segment
+ * CHeapGenCollector — the collector's C helpers: ring consumer, segment
  * validation and blob reads, fd passing, process helpers, ELF inspection.
  *
  * The target process is not trusted to be sane: everything read from a

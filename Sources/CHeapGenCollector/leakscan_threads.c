@@ -6,8 +6,8 @@
  * PTRACE_SEIZE + PTRACE_INTERRUPT (not PTRACE_ATTACH: no SIGSTOP is sent,
  * so the program sees no signal and its job-control state is untouched).
  * Signals that arrive while a thread is stopped are re-injected at detach.
- * See hg_threads_stop in CHeapGenSupport.h. */
-#include "CHeapGenSupport.h"
+ * See hg_threads_stop in CHeapGenCollector.h. */
+#include "CHeapGenCollector.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -2,7 +2,7 @@
  * checks that keep a target which scribbles on its own segment from making
  * the collector wait forever: the collector's own tail is the truth, the
  * shared head and slot sequence words must agree with it. */
-#include "CHeapGenSupport.h"
+#include "CHeapGenCollector.h"
 
 static inline uint64_t published(const hg_segment *seg, uint64_t pos) {
     return ((pos >> seg->ring_shift) << 1) + 1; /* 2L+1 */

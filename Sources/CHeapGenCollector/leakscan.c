@@ -1,8 +1,8 @@
 /* Conservative reachability scan of a traced process at exit (heapgen
  * record --leaks): which live blocks does nothing reference any more?
- * See hg_leak_scan in CHeapGenSupport.h; the threads are stopped (and their
+ * See hg_leak_scan in CHeapGenCollector.h; the threads are stopped (and their
  * registers read) by leakscan_threads.c. */
-#include "CHeapGenSupport.h"
+#include "CHeapGenCollector.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
  * heapgen_protocol.h), turned into the collector's one warning line. The
  * target may scribble on its header: the fields are copied once, strings
  * bounded by their arrays and cleaned of control bytes. */
-#include "CHeapGenSupport.h"
+#include "CHeapGenCollector.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* Segment mapping and validation, blob reads. The target may scribble on its
  * segment at any time: layout values are validated once and kept in
  * hg_segment; every blob read is bounds-checked against that copy. */
-#include "CHeapGenSupport.h"
+#include "CHeapGenCollector.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* Looks at the program before it is started: LD_PRELOAD only works for a
  * dynamically linked, non-setuid ELF (or a script run by one). */
-#include "CHeapGenSupport.h"
+#include "CHeapGenCollector.h"
 
 #include <elf.h>
 #include <errno.h>
