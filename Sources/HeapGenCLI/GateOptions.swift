@@ -2,6 +2,7 @@ import ArgumentParser
 import HeapGenGate
 import HeapGenRecord
 import HeapGenReport
+import HeapGenUnits
 #if canImport(Glibc)
 import Glibc
 #endif

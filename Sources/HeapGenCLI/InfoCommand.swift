@@ -1,6 +1,7 @@
 import ArgumentParser
 import HeapGenReport
 import HeapGenTrace
+import HeapGenUnits
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -1,5 +1,6 @@
 import ArgumentParser
 import HeapGenRecord
+import HeapGenUnits
 
 /// Checks shared by the commands that run a program (`record`, `run`): the program words
 /// captured with `.captureForPassthrough`, and the recording options.
