@@ -101,11 +101,8 @@ struct DiffCommand: ParsableCommand {
             } else {
                 diff = try differ.diff(base: traces[0], new: traces[1], at: at.map(TracePoint.init(parsing:)) ?? .finalSnapshot)
             }
-        } catch let error as TracePointError {
-            standardError("heapgen: \(error)\n")
-            throw ExitCode(ExitCodes.usage)
         } catch {
-            throw traceFailure(error)
+            throw pointOrTraceFailure(error)
         }
         reportSalvagedTraces()
         let text: String

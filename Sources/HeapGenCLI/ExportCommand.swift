@@ -72,11 +72,8 @@ struct ExportCommand: ParsableCommand {
         let profile: HeapProfile
         do {
             profile = try HeapProfile.load(trace: trace, at: at.map(TracePoint.init(parsing:)) ?? .end)
-        } catch let error as TracePointError {
-            standardError("heapgen: \(error)\n")
-            throw ExitCode(ExitCodes.usage)
         } catch {
-            throw traceFailure(error)
+            throw pointOrTraceFailure(error)
         }
         reportSalvagedTraces()
         let bytes: [UInt8]
