@@ -110,6 +110,8 @@ let package = Package(
         .target(name: "HeapGenTestSupport", path: "Tests/HeapGenTestSupport"),
         .testTarget(name: "HeapGenTraceTests", dependencies: ["HeapGenTrace"]),
         .testTarget(name: "HeapGenUnitsTests", dependencies: ["HeapGenUnits"]),
+        // Black-box tests of the command line: help snapshots in Fixtures/help.
+        .testTarget(name: "HeapGenCLITests", dependencies: ["HeapGenTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "HeapGenReportTests", dependencies: ["HeapGenReport", "HeapGenTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "HeapGenGateTests", dependencies: ["HeapGenGate", "HeapGenReport", "HeapGenTestSupport"], exclude: ["Fixtures"]),
         .testTarget(
