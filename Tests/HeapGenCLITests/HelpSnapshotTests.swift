@@ -108,10 +108,10 @@ final class HelpSnapshotTests: XCTestCase {
         while i < a.count || j < b.count {
             if i < a.count && j < b.count && a[i] == b[j] {
                 rows.append((" ", a[i])); i += 1; j += 1
-            } else if j < b.count && (i == a.count || common[i][j + 1] >= common[i + 1][j]) {
-                rows.append(("+", b[j])); j += 1
-            } else {
+            } else if i < a.count && (j == b.count || common[i + 1][j] >= common[i][j + 1]) {
                 rows.append(("-", a[i])); i += 1
+            } else {
+                rows.append(("+", b[j])); j += 1
             }
         }
         let changed = rows.indices.filter { rows[$0].mark != " " }
