@@ -63,13 +63,9 @@ struct DiffCommand: ParsableCommand {
         "Write the diff to this file (created owner-only) instead of standard output.", valueName: "path"))
     var output: String?
 
-    @Option(name: .customLong("alloc-fn"), help: ArgumentHelp(
-        "An allocation wrapper of the program (repeatable; NAME* for a prefix): sites are named after its caller, as massif's --alloc-fn.",
-        valueName: "name"))
-    var allocFn: [String] = []
+    @OptionGroup var allocationFunctions: AllocationFunctionOptions
 
     func validate() throws {
-        if allocFn.contains(where: \.isEmpty) { throw ValidationError("--alloc-fn needs a function name.") }
         switch traces.count {
         case 1:
             guard from != nil, to != nil else {
@@ -92,7 +88,7 @@ struct DiffCommand: ParsableCommand {
     }
 
     func run() throws {
-        OwnCode.setAllocationFunctions(allocFn)
+        allocationFunctions.apply()
         let differ = HeapDiffer(depth: depth)
         var diff: HeapDiff
         do {

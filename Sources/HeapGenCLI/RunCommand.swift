@@ -61,7 +61,7 @@ struct RunCommand: ParsableCommand {
 
     func run() throws {
         // The collector names sites for in-test assertions too: wrappers apply there as well.
-        OwnCode.setAllocationFunctions(report.allocFn)
+        report.allocationFunctions.apply()
         let temporary = trace == nil
         var options = try recording.recordOptions(
             command: command, output: nil, quiet: recording.quiet || (temporary && !keepTrace))
