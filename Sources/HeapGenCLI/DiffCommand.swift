@@ -1,8 +1,9 @@
+// `heapgen diff`: how the live heap changed between two points of a trace, or two traces.
+
 import ArgumentParser
 import HeapGenDiff
 import HeapGenHTML
 import HeapGenRecord
-import HeapGenReport
 
 /// `heapgen diff TRACE --from A --to B` and `heapgen diff BASE NEW [--at POINT]`
 struct DiffCommand: ParsableCommand {

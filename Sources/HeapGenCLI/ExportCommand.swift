@@ -1,3 +1,5 @@
+// `heapgen export`: a trace's heap profile as pprof or collapsed stacks.
+
 import ArgumentParser
 import HeapGenDiff
 import HeapGenExport

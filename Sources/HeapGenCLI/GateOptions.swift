@@ -1,3 +1,5 @@
+// The CI leak-gate options `run` and `check` share, and how they judge and report.
+
 import ArgumentParser
 import HeapGenGate
 import HeapGenRecord

@@ -1,3 +1,5 @@
+// `heapgen info`: a summary of one trace.
+
 import ArgumentParser
 import HeapGenReport
 import HeapGenTrace

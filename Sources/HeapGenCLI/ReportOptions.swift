@@ -1,3 +1,5 @@
+// The report options `report`, `check` and `run` share: judging growth and where the report goes.
+
 import ArgumentParser
 import HeapGenAnalysis
 import HeapGenHTML
