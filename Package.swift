@@ -53,8 +53,11 @@ let package = Package(
         ),
         // The trace file: records, writer, reader, validation.
         .target(name: "HeapGenTrace"),
+        // Units for people: counts, bytes and durations printed, sizes and durations parsed.
+        // Depends on nothing, so every module that prints or parses them can use it.
+        .target(name: "HeapGenUnits"),
         // The collector: starts the program, accepts segments, drains rings into traces.
-        .target(name: "HeapGenRecord", dependencies: ["CHeapGenCollector", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport", "HeapGenSymbolication"]),
+        .target(name: "HeapGenRecord", dependencies: ["CHeapGenCollector", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport", "HeapGenSymbolication", "HeapGenUnits"]),
         // Generations, per-site growth, abandoned / cache / leaked findings.
         .target(name: "HeapGenAnalysis", dependencies: ["HeapGenTrace"]),
         // Addresses to functions, files and lines; Swift and C++ demangling.
@@ -63,15 +66,15 @@ let package = Package(
         // Findings + symbolication -> text and heapgen-report/1 JSON.
         .target(
             name: "HeapGenReport",
-            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace"]
+            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenUnits"]
         ),
         // Generation diffs (between marks, between traces) and exports (pprof, collapsed).
         .target(
             name: "HeapGenDiff",
-            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenReport"]
+            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenReport", "HeapGenUnits"]
         ),
         // heapgen-report/1 and heapgen-diff/1 as one self-contained HTML page (chart, findings, icicles).
-        .target(name: "HeapGenHTML", dependencies: ["HeapGenAnalysis", "HeapGenReport", "HeapGenDiff"]),
+        .target(name: "HeapGenHTML", dependencies: ["HeapGenAnalysis", "HeapGenReport", "HeapGenDiff", "HeapGenUnits"]),
         .target(
             name: "HeapGenExport",
             dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenReport", "HeapGenDiff", "CZlib"]
@@ -79,7 +82,7 @@ let package = Package(
         // zlib (zlib1g-dev), for the pprof export's compressed gzip stream.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         // CI leak gates: --fail-on, suppressions, baselines, JUnit / Markdown / SARIF.
-        .target(name: "HeapGenGate", dependencies: ["HeapGenReport"]),
+        .target(name: "HeapGenGate", dependencies: ["HeapGenReport", "HeapGenUnits"]),
         // Asks the running collector for a verdict from inside a test process.
         .target(name: "HeapGenTesting", dependencies: ["HeapGen", "CHeapGenTestingStart"]),
         // A constructor that asks heapgen to track a test binary from start-up.
@@ -90,7 +93,7 @@ let package = Package(
             name: "HeapGenCLI",
             dependencies: [
                 "HeapGenRecord", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport",
-                "HeapGenDiff", "HeapGenExport", "HeapGenGate", "HeapGenHTML",
+                "HeapGenDiff", "HeapGenExport", "HeapGenGate", "HeapGenHTML", "HeapGenUnits",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -106,6 +109,9 @@ let package = Package(
         // directories, processes, fixture compilation, running heapgen.
         .target(name: "HeapGenTestSupport", path: "Tests/HeapGenTestSupport"),
         .testTarget(name: "HeapGenTraceTests", dependencies: ["HeapGenTrace"]),
+        .testTarget(name: "HeapGenUnitsTests", dependencies: ["HeapGenUnits"]),
+        // Black-box tests of the command line: help snapshots in Fixtures/help.
+        .testTarget(name: "HeapGenCLITests", dependencies: ["HeapGenTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "HeapGenReportTests", dependencies: ["HeapGenReport", "HeapGenTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "HeapGenGateTests", dependencies: ["HeapGenGate", "HeapGenReport", "HeapGenTestSupport"], exclude: ["Fixtures"]),
         .testTarget(

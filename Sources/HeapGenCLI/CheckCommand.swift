@@ -1,3 +1,5 @@
+// `heapgen check`: report on a trace, then apply the CI leak gate.
+
 import ArgumentParser
 import HeapGenGate
 import HeapGenRecord

@@ -1,8 +1,9 @@
+// `heapgen diff`: how the live heap changed between two points of a trace, or two traces.
+
 import ArgumentParser
 import HeapGenDiff
 import HeapGenHTML
 import HeapGenRecord
-import HeapGenReport
 
 /// `heapgen diff TRACE --from A --to B` and `heapgen diff BASE NEW [--at POINT]`
 struct DiffCommand: ParsableCommand {
@@ -63,13 +64,9 @@ struct DiffCommand: ParsableCommand {
         "Write the diff to this file (created owner-only) instead of standard output.", valueName: "path"))
     var output: String?
 
-    @Option(name: .customLong("alloc-fn"), help: ArgumentHelp(
-        "An allocation wrapper of the program (repeatable; NAME* for a prefix): sites are named after its caller, as massif's --alloc-fn.",
-        valueName: "name"))
-    var allocFn: [String] = []
+    @OptionGroup var allocationFunctions: AllocationFunctionOptions
 
     func validate() throws {
-        if allocFn.contains(where: \.isEmpty) { throw ValidationError("--alloc-fn needs a function name.") }
         switch traces.count {
         case 1:
             guard from != nil, to != nil else {
@@ -92,7 +89,7 @@ struct DiffCommand: ParsableCommand {
     }
 
     func run() throws {
-        OwnCode.setAllocationFunctions(allocFn)
+        allocationFunctions.apply()
         let differ = HeapDiffer(depth: depth)
         var diff: HeapDiff
         do {
@@ -101,11 +98,8 @@ struct DiffCommand: ParsableCommand {
             } else {
                 diff = try differ.diff(base: traces[0], new: traces[1], at: at.map(TracePoint.init(parsing:)) ?? .finalSnapshot)
             }
-        } catch let error as TracePointError {
-            standardError("heapgen: \(error)\n")
-            throw ExitCode(ExitCodes.usage)
         } catch {
-            throw traceFailure(error)
+            throw pointOrTraceFailure(error)
         }
         reportSalvagedTraces()
         let text: String

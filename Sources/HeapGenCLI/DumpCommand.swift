@@ -1,3 +1,5 @@
+// `heapgen dump`: every record of a trace, one line each.
+
 import ArgumentParser
 import HeapGenTrace
 

@@ -1,3 +1,5 @@
+// `heapgen export`: a trace's heap profile as pprof or collapsed stacks.
+
 import ArgumentParser
 import HeapGenDiff
 import HeapGenExport
@@ -72,11 +74,8 @@ struct ExportCommand: ParsableCommand {
         let profile: HeapProfile
         do {
             profile = try HeapProfile.load(trace: trace, at: at.map(TracePoint.init(parsing:)) ?? .end)
-        } catch let error as TracePointError {
-            standardError("heapgen: \(error)\n")
-            throw ExitCode(ExitCodes.usage)
         } catch {
-            throw traceFailure(error)
+            throw pointOrTraceFailure(error)
         }
         reportSalvagedTraces()
         let bytes: [UInt8]

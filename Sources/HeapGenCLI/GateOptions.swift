@@ -1,7 +1,10 @@
+// The CI leak-gate options `run` and `check` share, and how they judge and report.
+
 import ArgumentParser
 import HeapGenGate
 import HeapGenRecord
 import HeapGenReport
+import HeapGenUnits
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,3 +1,5 @@
+// The `heapgen` entry point: the top-level command and its subcommands.
+
 import ArgumentParser
 
 /// `heapgen`: record every heap allocation of a Linux program, with stacks.

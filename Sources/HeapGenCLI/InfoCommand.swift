@@ -1,6 +1,9 @@
+// `heapgen info`: a summary of one trace.
+
 import ArgumentParser
 import HeapGenReport
 import HeapGenTrace
+import HeapGenUnits
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

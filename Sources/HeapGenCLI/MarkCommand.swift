@@ -1,3 +1,5 @@
+// `heapgen mark`: mark a generation in a process being recorded.
+
 import ArgumentParser
 import HeapGenRecord
 

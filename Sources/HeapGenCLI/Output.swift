@@ -1,3 +1,5 @@
+// Writing heapgen's output: buffered standard output and error, and owner-only files.
+
 import ArgumentParser
 import HeapGenRecord
 import HeapGenTrace

@@ -1,3 +1,5 @@
+// `heapgen report`: the report on one trace.
+
 import ArgumentParser
 import HeapGenReport
 

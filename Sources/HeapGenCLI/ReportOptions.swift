@@ -1,3 +1,5 @@
+// The report options `report`, `check` and `run` share: judging growth and where the report goes.
+
 import ArgumentParser
 import HeapGenAnalysis
 import HeapGenHTML
@@ -33,10 +35,7 @@ struct ReportOptions: ParsableArguments {
         "Judged cycles a site may skip growing and still count as abandoned.", valueName: "n"))
     var tolerate: Int = AnalysisOptions().toleratedMisses
 
-    @Option(name: .customLong("alloc-fn"), help: ArgumentHelp(
-        "An allocation wrapper of the program (repeatable; NAME* for a prefix): sites are named after its caller, as massif's --alloc-fn.",
-        valueName: "name"))
-    var allocFn: [String] = []
+    @OptionGroup var allocationFunctions: AllocationFunctionOptions
 
     @Option(name: .long, help: ArgumentHelp(
         "Judge only the cycles from this generation mark on: its position among the marks (0 = the first) or its label.",
@@ -49,7 +48,6 @@ struct ReportOptions: ParsableArguments {
     var to: String?
 
     func validate() throws {
-        if allocFn.contains(where: \.isEmpty) { throw ValidationError("--alloc-fn needs a function name.") }
         if warmUp < 0 { throw ValidationError("--warm-up takes a number of cycles, 0 or more.") }
         if tolerate < 0 { throw ValidationError("--tolerate takes a number of cycles, 0 or more.") }
         if let output, output.isEmpty { throw ValidationError("--output needs a file name.") }
@@ -68,7 +66,7 @@ struct ReportOptions: ParsableArguments {
     ///
     /// - Throws: ``TraceError`` when the trace cannot be read.
     func makeReport(trace: String, otherTraces: [String] = [], notes: [String] = []) throws -> Report {
-        OwnCode.setAllocationFunctions(allocFn)
+        allocationFunctions.apply()
         var report = try ReportBuilder().build(tracePath: trace, options: analysisOptions, otherTraces: otherTraces)
         report.notes += notes
         for salvaged in reportSalvagedTraces() {

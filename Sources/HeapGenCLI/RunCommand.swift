@@ -1,3 +1,5 @@
+// `heapgen run`: record a program, then report on (and gate) its trace.
+
 import ArgumentParser
 import HeapGenGate
 import HeapGenRecord
@@ -38,34 +40,7 @@ struct RunCommand: ParsableCommand {
     @Flag(name: .customLong("keep-trace"), help: "Keep the temporary trace and print its name.")
     var keepTrace = false
 
-    @Flag(name: .customLong("no-follow-fork"), help: "Do not record children created with fork().")
-    var noFollowFork = false
-
-    @Flag(name: .customLong("no-follow-exec"), help: "Do not record programs started with exec() by the recorded processes.")
-    var noFollowExec = false
-
-    @Option(name: .customLong("ring-slots"), help: ArgumentHelp(
-        "Slots in each process's event ring, a power of two from 1024 to 67108864 (default 262144).", valueName: "n"))
-    var ringSlots: Int?
-
-    @Flag(name: [.short, .long], help: "Do not print the collector's summary line when done (a temporary trace never prints it).")
-    var quiet = false
-
-    @Option(name: .customLong("mark-every"), help: ArgumentHelp(
-        "Mark a generation every DURATION (e.g. 2s, 500ms), for programs that cannot mark their own cycles.",
-        valueName: "duration"))
-    var markEvery: String?
-
-    @Option(help: ArgumentHelp(
-        "After the program's last mark, wait DURATION and mark 'heapgen.settle': the final snapshot, for objects released a little later.",
-        valueName: "duration"))
-    var settle: String?
-
-    @Flag(name: .customLong("no-symbols"), help: "Do not store in the trace what its stacks symbolicate to (done once the program exited; it makes a trace report and diff the same after the program is rebuilt or on another machine).")
-    var noSymbols = false
-
-    @Flag(help: "At exit, find the blocks nothing references any more (a conservative reachability scan, like LeakSanitizer) and record them: the report calls sites with unreachable blocks at exit 'leaked', with their blocks and bytes.")
-    var leaks = false
+    @OptionGroup var recording: RecordingOptions<RunCommand>
 
     @OptionGroup(title: "Report options") var report: ReportOptions
 
@@ -78,27 +53,26 @@ struct RunCommand: ParsableCommand {
     static let usage = "heapgen run [options] -- PROGRAM [ARGS...]"
 
     mutating func validate() throws {
-        try ProgramCommandLine.validate(self, command: &command, usage: Self.usage,
-                                        markEvery: markEvery, settle: settle, ringSlots: ringSlots)
+        try ProgramCommandLine.validate(self, command: &command, usage: Self.usage)
+        try recording.check()
         if let trace, trace.isEmpty { throw ValidationError("--trace needs a file name.") }
         if trace != nil && keepTrace { throw ValidationError("--keep-trace is for the temporary trace; --trace already keeps it.") }
     }
 
     func run() throws {
         // The collector names sites for in-test assertions too: wrappers apply there as well.
-        OwnCode.setAllocationFunctions(report.allocFn)
+        report.allocationFunctions.apply()
         let temporary = trace == nil
-        var options = try ProgramCommandLine.recordOptions(
-            command: command, output: nil, noFollowFork: noFollowFork, noFollowExec: noFollowExec,
-            ringSlots: ringSlots, quiet: quiet || (temporary && !keepTrace), markEvery: markEvery, settle: settle)
+        var options = try recording.recordOptions(
+            command: command, output: nil, quiet: recording.quiet || (temporary && !keepTrace))
         // Gate files are read before the program runs: a typo costs no run.
         let policy = gate.isUsed ? try gate.loadPolicy() : nil
         // Failing on leaks needs the scan that finds them.
-        options.scanLeaks = leaks || policy?.failOn.contains(.leaked) == true
+        options.scanLeaks = recording.leaks || policy?.failOn.contains(.leaked) == true
         options.temporaryTraces = temporary && !keepTrace
         // A temporary trace is reported at once from the same binaries: symbols are stored
         // only in a trace that is kept.
-        options.storeSymbols = !noSymbols && (!temporary || keepTrace)
+        options.storeSymbols = !recording.noSymbols && (!temporary || keepTrace)
 
         // Where the trace goes.
         let tracePath: String
@@ -191,6 +165,12 @@ struct RunCommand: ParsableCommand {
     static func isExecChain(_ trace: String, of root: String) -> Bool {
         guard let pid = TraceSelection.rootPid(trace: root) else { return false }
         return trace.hasPrefix(TracePaths(output: root).path(pid: pid, image: 1, isRoot: true).dropLast())
+    }
+}
+
+extension RunCommand: QuietFlagHelp {
+    static var quietHelp: ArgumentHelp {
+        "Do not print the collector's summary line when done (a temporary trace never prints it)."
     }
 }
 

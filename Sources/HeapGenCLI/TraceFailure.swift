@@ -1,4 +1,7 @@
+// Reader and trace-point errors as heapgen prints them, and their exit statuses.
+
 import ArgumentParser
+import HeapGenDiff
 import HeapGenRecord
 import HeapGenTrace
 
@@ -11,6 +14,16 @@ func traceFailure(_ error: Error) -> ExitCode {
         return ExitCode(ExitCodes.cannotOpenTrace)
     }
     return ExitCode(ExitCodes.badTrace)
+}
+
+/// `traceFailure(_:)` for the commands that take a point in a trace (`diff --from/--to/--at`,
+/// `export --at`): a point the trace does not have is a usage error (one line, 64).
+func pointOrTraceFailure(_ error: Error) -> ExitCode {
+    if let error = error as? TracePointError {
+        standardError("heapgen: \(error)\n")
+        return ExitCode(ExitCodes.usage)
+    }
+    return traceFailure(error)
 }
 
 /// Says once per trace, on standard error, that a trace was read without its end (its

@@ -1,3 +1,5 @@
+// Which traces of one recording `run` reports on.
+
 import Foundation
 import HeapGenRecord
 import HeapGenTrace

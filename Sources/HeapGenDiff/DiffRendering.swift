@@ -6,6 +6,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import HeapGenReport
+import HeapGenUnits
 
 /// `heapgen-diff/1` JSON: pretty-printed, keys sorted, slashes unescaped, addresses as `"0x…"`.
 public enum DiffJSON {

@@ -1,6 +1,7 @@
 // The verdict as LeakSanitizer-style lines.
 
 import HeapGenReport
+import HeapGenUnits
 
 /// Text forms of a ``GateVerdict``: the lines heapgen prints to standard error
 /// (`heapgen: gate failed: …`, `SUMMARY: heapgen: …`), the "Suppressions used" table of

@@ -1,6 +1,7 @@
 // The verdict as JUnit XML, for CI test-report views.
 
 import HeapGenReport
+import HeapGenUnits
 
 /// Renders a ``GateVerdict`` as JUnit XML (`--junit PATH`).
 ///

@@ -1,6 +1,7 @@
 // The verdict as GitHub-flavoured Markdown, for $GITHUB_STEP_SUMMARY.
 
 import HeapGenReport
+import HeapGenUnits
 
 /// Renders a ``GateVerdict`` as GitHub-flavoured Markdown (`--summary PATH`): a heading with
 /// the verdict, the `SUMMARY` line, a table of the abandoned and leaked findings (status,

@@ -1,6 +1,7 @@
 // One-line descriptions of findings for verdicts, JUnit, Markdown and SARIF.
 
 import HeapGenReport
+import HeapGenUnits
 
 /// How the gate names a finding in one line: `Demo.ProfileViewModel at
 /// ProfileScreen.init(user:) (main.swift:47)`, or `blocks at leak_session (sites.c:32)` for

@@ -2,6 +2,7 @@
 
 import HeapGenDiff
 import HeapGenReport
+import HeapGenUnits
 
 /// Renders a ``HeapDiff`` as a single HTML file: the totals, an icicle of what grew (and
 /// one of what shrank), and the sortable table of sites with their stacks. Nothing is

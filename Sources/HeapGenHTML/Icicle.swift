@@ -1,6 +1,7 @@
 // Icicle (top-down flame graph) of allocation stacks: the tree, its static SVG, its JSON.
 
 import HeapGenReport
+import HeapGenUnits
 
 /// A tree of call stacks weighted by bytes, outermost frame at the root. Rendered as a
 /// static SVG (readable without JavaScript); the page's script re-lays it out from the

@@ -1,6 +1,7 @@
 // The staircase chart: the whole heap at every generation mark, as inline SVG.
 
 import HeapGenReport
+import HeapGenUnits
 
 /// Live bytes (and, switchable by CSS alone, live objects) at every generation mark, with
 /// every mark drawn and labelled, the warm-up shaded, the judged window marked and the

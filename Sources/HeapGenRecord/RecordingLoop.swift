@@ -1,6 +1,7 @@
 import CHeapGenCollector
 import HeapGenReport
 import HeapGenTrace
+import HeapGenUnits
 #if canImport(Glibc)
 import Glibc
 #endif

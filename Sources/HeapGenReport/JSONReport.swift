@@ -5,6 +5,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import HeapGenUnits
 
 /// Encodes and decodes a ``Report`` as `heapgen-report/1` JSON: pretty-printed, keys sorted,
 /// slashes unescaped, addresses as `"0x…"` strings, unknown values as `null`.

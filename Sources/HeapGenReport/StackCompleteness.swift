@@ -1,5 +1,7 @@
 // The one wording of incomplete stacks, shared by the collector, `info`, reports and gates.
 
+import HeapGenUnits
+
 /// Texts for stacks heapgen could not record whole: allocations recorded without a stack
 /// because the shim's stack store was full, and stacks cut at the frame limit.
 public enum StackCompleteness {

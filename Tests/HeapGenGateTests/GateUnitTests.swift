@@ -1,4 +1,4 @@
-// The gate's parts without processes: LSan patterns, sizes, suppression files, the verdict,
+// The gate's parts without processes: LSan patterns, suppression files, the verdict,
 // baselines and signatures, and the writers' escaping.
 
 import Foundation
@@ -46,26 +46,6 @@ final class LeakPatternTests: XCTestCase {
         XCTAssertTrue(m("Box<Swift.String>", "Demo.Box<Swift.String>.Storage"))
         XCTAssertTrue(m("^Demo.*ViewModel$", "Demo.ProfileViewModel"))
         XCTAssertTrue(m("é*ü", "aébüc"))
-    }
-}
-
-final class ByteSizeTests: XCTestCase {
-    func testSizesLikePytestMemray() {
-        XCTAssertEqual(ByteSize.parse("0"), 0)
-        XCTAssertEqual(ByteSize.parse("64"), 64)
-        XCTAssertEqual(ByteSize.parse("64B"), 64)
-        XCTAssertEqual(ByteSize.parse("1KB"), 1024)
-        XCTAssertEqual(ByteSize.parse("1 KiB"), 1024)
-        XCTAssertEqual(ByteSize.parse("1 kb"), 1024)
-        XCTAssertEqual(ByteSize.parse("1K"), 1024)
-        XCTAssertEqual(ByteSize.parse("2MB"), 2 << 20)
-        XCTAssertEqual(ByteSize.parse("1.5 MB"), 3 << 19)
-        XCTAssertEqual(ByteSize.parse("+100 b"), 100)
-        XCTAssertEqual(ByteSize.parse(" 3 GiB "), 3 << 30)
-        XCTAssertEqual(ByteSize.parse("0.5"), 0)
-        for bad in ["", "KB", "-1", "1 XB", "1.2.3", "1 K B", "abc", "99999999999999999999", "9999999999 TB"] {
-            XCTAssertNil(ByteSize.parse(bad), bad)
-        }
     }
 }
 

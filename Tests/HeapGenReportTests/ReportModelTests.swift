@@ -411,19 +411,6 @@ final class TextReportTests: XCTestCase {
         XCTAssertEqual(TextReport.displayFunction("ImageCache.shared.unsafeMutableAddressor"), "ImageCache.shared.unsafeMutableAddressor")
     }
 
-    func testHumanUnits() {
-        XCTAssertEqual(HumanUnits.count(1_234_567), "1,234,567")
-        XCTAssertEqual(HumanUnits.count(-1000), "-1,000")
-        XCTAssertEqual(HumanUnits.bytes(999), "999 B")
-        XCTAssertEqual(HumanUnits.bytes(1_234_567), "1.2 MB")
-        XCTAssertEqual(HumanUnits.bytes(999_999), "1.0 MB")
-        XCTAssertEqual(HumanUnits.signedBytes(48), "+48 B")
-        XCTAssertEqual(HumanUnits.signedBytes(-1200), "-1.2 kB")
-        XCTAssertEqual(HumanUnits.duration(nanoseconds: 1_500_000), "1.5 ms")
-        XCTAssertEqual(HumanUnits.plural(1, "object"), "1 object")
-        XCTAssertEqual(HumanUnits.plural(2, "object"), "2 objects")
-    }
-
     func testColorDecision() {
         XCTAssertFalse(TextStyle.shouldColor(fileDescriptor: -1, environment: [:]), "not a terminal")
         XCTAssertFalse(TextStyle.shouldColor(fileDescriptor: 1, environment: ["NO_COLOR": "1"]))

@@ -1,4 +1,4 @@
-// Numbers as people read them.
+// Numbers as people read them: counts, bytes and durations in heapgen's text output.
 
 /// Compact number formatting for the text report (no Foundation, no locale).
 public enum HumanUnits {
@@ -57,7 +57,8 @@ public enum HumanUnits {
     }
 
     /// A mean with at most one decimal, trailing `.0` dropped: `3` → `"3"`, `2.5` → `"2.5"`.
-    static func mean(_ v: Double) -> String {
+    /// Public for the text report's per-cycle averages.
+    public static func mean(_ v: Double) -> String {
         let s = oneDecimal(v)
         return s.hasSuffix(".0") ? String(s.dropLast(2)) : s
     }

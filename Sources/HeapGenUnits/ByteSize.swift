@@ -1,6 +1,5 @@
-// Byte counts as people write them on a command line.
-
-import HeapGenReport
+// Byte counts as people write them on a command line (gate limits), and exact byte
+// figures as the gate prints them.
 
 /// Parses sizes such as `64`, `1KB`, `1 KiB`, `2MB`, `1.5 MB`, `+100 b`.
 ///

@@ -1,3 +1,5 @@
+// Durations as people type them on a command line (`--mark-every`, `--settle`).
+
 /// Parses durations as people type them on a command line: `2s`, `500ms`,
 /// `1.5s`, `250us`, `1m`; a bare number means seconds.
 public enum DurationArgument {
