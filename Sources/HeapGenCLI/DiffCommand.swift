@@ -1,8 +1,10 @@
 import ArgumentParser
+import HeapGenAnalysis
 import HeapGenDiff
 import HeapGenHTML
 import HeapGenRecord
 import HeapGenReport
+import HeapGenSymbolication
 
 /// `heapgen diff TRACE --from A --to B` and `heapgen diff BASE NEW [--at POINT]`
 struct DiffCommand: ParsableCommand {

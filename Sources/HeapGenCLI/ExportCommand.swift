@@ -1,4 +1,5 @@
 import ArgumentParser
+import HeapGenAnalysis
 import HeapGenDiff
 import HeapGenExport
 import HeapGenRecord

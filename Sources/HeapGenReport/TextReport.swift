@@ -1,6 +1,7 @@
 // The one-screen text report.
 
 import HeapGenAnalysis
+import HeapGenSymbolication
 
 /// Renders a ``Report`` as text for a terminal: a header, the generation table, the
 /// findings (abandoned first, then leaked, then caches under their own heading), what was

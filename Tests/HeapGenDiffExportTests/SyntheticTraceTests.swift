@@ -3,6 +3,7 @@
 
 import Foundation
 import HeapGenTestSupport
+import HeapGenAnalysis
 import HeapGenDiff
 import HeapGenExport
 import HeapGenSymbolication

@@ -1,8 +1,7 @@
-// Stacks of a trace to symbolicated frames, in one batch.
+// Stacks of raw return addresses to symbolicated frames, in one batch: the one path from an
+// address to its module and its symbols, for reports, diffs, exports and the collector.
 
 import HeapGenAnalysis
-import HeapGenReport
-import HeapGenSymbolication
 import HeapGenTrace
 
 /// One recorded return address and what it symbolicated to.
@@ -12,8 +11,7 @@ public struct SymbolicatedAddress: Sendable, Equatable {
     /// The module that held the address when the stack was recorded; `nil` if none did.
     public var module: ModuleRecord?
     /// Innermost inlined function first, the function containing the address last; never empty.
-    /// Frames use the report's model (``Report/Frame``).
-    public var frames: [Report.Frame]
+    public var frames: [SymbolicatedFrame]
 
     /// `address - loadBias` of ``module``: stable across runs of one build (ASLR moves only the bias).
     public var moduleOffset: UInt64? { module.map { address &- $0.loadBias } }
@@ -21,14 +19,16 @@ public struct SymbolicatedAddress: Sendable, Equatable {
 
 /// A symbolicated stack: its addresses, innermost first.
 public struct SymbolicatedStack: Sendable, Equatable {
+    /// The recorded return addresses and what each symbolicated to.
     public var addresses: [SymbolicatedAddress]
     /// Every frame, innermost first, inlined frames included (as in a report).
-    public var frames: [Report.Frame]
+    public var frames: [SymbolicatedFrame]
     /// Per frame of ``frames``: the module offset of its address, `nil` outside any module.
     public var moduleOffsets: [UInt64?]
     /// Index in ``frames`` of the first frame in the program's own code (``OwnCode/firstUserFrame(_:)``).
     public var userFrame: Int?
 
+    /// The stack of `addresses`, its frames flattened and its first own-code frame found.
     public init(addresses: [SymbolicatedAddress]) {
         self.addresses = addresses
         frames = addresses.flatMap(\.frames)
@@ -45,14 +45,26 @@ public struct SymbolicatedStack: Sendable, Equatable {
     }
 }
 
-/// Symbolicates the stacks of a ``TraceContext``, each distinct (module, address) once.
+/// Symbolicates stacks in one batch, each distinct (module, address) once: the one path from a
+/// recorded return address to its module (``ModuleTimeline``, at the stack's position) and to
+/// its frames (the trace's ``StoredSymbols`` first, then the ``Symbolizer``). Every frame
+/// address is looked up as a return address, frame 0 too: the shim records the return address
+/// into the caller of `malloc`. Inlined frames are kept.
 ///
-/// Every frame address is mapped to the module that held it when its stack was defined
-/// (``Analysis/module(containing:atRecord:)`` at the stack's position), and looked up as a
-/// return address, as ``ReportBuilder`` does.
-public struct StackSymbolication {
+/// ```swift
+/// let symbolication = StackSymbolication()
+/// let (stacks, notes) = symbolication.symbolicate(
+///     [(id: 7, addresses: frames, position: 1_234)], timeline: ModuleTimeline(events: analysis.modules))
+/// ```
+public struct StackSymbolication: Sendable {
+    /// One stack to symbolicate: its id (the key of the answer), its return addresses
+    /// (innermost first) and the trace position its modules are looked up at.
+    public typealias Input = (id: UInt32, addresses: [UInt64], position: UInt64)
+
+    /// The symbolizer for what the trace did not store.
     public let symbolizer: Symbolizer
 
+    /// Creates a batch symbolicator over `symbolizer` (llvm-symbolizer from the toolchain if not given).
     public init(symbolizer: Symbolizer = Symbolizer()) {
         self.symbolizer = symbolizer
     }
@@ -64,9 +76,14 @@ public struct StackSymbolication {
         return "\(base.isEmpty ? module : base)+0x\(String(offset, radix: 16))"
     }
 
-    /// The symbolicated stacks of `stackIDs` (stack id 0, no stack, gives an empty stack),
-    /// and notes on what could not be symbolicated.
-    public func symbolicate(_ stackIDs: [UInt32], in context: TraceContext)
+    /// The symbolicated stacks of `stacks` (a repeated id counts once, its first entry), and
+    /// notes on what could not be symbolicated.
+    ///
+    /// Modules are replayed once, in position order. `stored` (the symbols a trace stored when
+    /// it was recorded) is read only when there is something to look up; `nil` or empty
+    /// symbolicates from the module files alone.
+    public func symbolicate(_ stacks: [Input], timeline: ModuleTimeline,
+                            stored: @autoclosure () -> StoredSymbols? = nil)
         -> (stacks: [UInt32: SymbolicatedStack], notes: [String]) {
         struct Key: Hashable {
             var module: Module
@@ -74,28 +91,22 @@ public struct StackSymbolication {
         }
         var requestIndex: [Key: Int] = [:]
         var requests: [SymbolizationRequest] = []
+        /// Per stack, per raw frame: the request index (nil when no module held the address).
         var plans: [UInt32: [(request: Int?, address: UInt64, module: ModuleRecord?)]] = [:]
-        var modulesAt: [UInt64: [UInt64: ModuleRecord?]] = [:]   // position → address → module
-        for id in Set(stackIDs) {
-            let addresses = context.stacks[id] ?? []
-            let position = context.stackPositions[id] ?? UInt64.max
-            var memo = modulesAt[position] ?? [:]
+        var seen = Set<UInt32>()
+        let ordered = stacks.filter { seen.insert($0.id).inserted }
+            .sorted { $0.position != $1.position ? $0.position < $1.position : $0.id < $1.id }
+        var modules = timeline.cursor()
+        for stack in ordered {
+            modules.advance(to: stack.position)
             var plan: [(request: Int?, address: UInt64, module: ModuleRecord?)] = []
-            plan.reserveCapacity(addresses.count)
-            for address in addresses {
-                let record: ModuleRecord?
-                if let known = memo[address] {
-                    record = known
-                } else {
-                    record = context.analysis.module(containing: address, atRecord: position)
-                    memo[address] = .some(record)
-                }
-                guard let record else {
+            plan.reserveCapacity(stack.addresses.count)
+            for address in stack.addresses {
+                guard let record = modules.module(containing: address) else {
                     plan.append((nil, address, nil))
                     continue
                 }
-                let key = Key(module: Module(path: record.path, buildID: record.buildID, loadBias: record.loadBias),
-                              address: address)
+                let key = Key(module: Module(record), address: address)
                 if let i = requestIndex[key] {
                     plan.append((i, address, record))
                 } else {
@@ -104,16 +115,14 @@ public struct StackSymbolication {
                     requests.append(SymbolizationRequest(module: key.module, address: address, isReturnAddress: true))
                 }
             }
-            modulesAt[position] = memo
-            plans[id] = plan
+            plans[stack.id] = plan
         }
 
-        // The symbols the trace stored when it was recorded come first (StoredSymbols).
-        let stored = requests.isEmpty ? StoredSymbols() : StoredSymbols(tracePath: context.trace)
-        let answers = requests.isEmpty ? [] : symbolizer.symbolize(requests, stored: stored)
+        let storedSymbols = requests.isEmpty ? nil : stored()
+        let answers = requests.isEmpty ? [] : symbolizer.symbolize(requests, stored: storedSymbols)
 
         var notes: [String] = []
-        if !requests.isEmpty && symbolizer.backend == .none && stored.isEmpty {
+        if !requests.isEmpty && symbolizer.backend == .none && (storedSymbols?.isEmpty ?? true) {
             notes.append("No symbolizer was found (llvm-symbolizer or addr2line; HEAPGEN_SYMBOLIZER names one): frames show addresses only.")
         }
         var stale = Set<String>()
@@ -131,13 +140,10 @@ public struct StackSymbolication {
                 guard let r = step.request else {
                     unmapped += 1
                     return SymbolicatedAddress(address: step.address, module: nil,
-                                               frames: [Report.Frame(module: nil, address: step.address)])
+                                               frames: [SymbolicatedFrame(module: nil, address: step.address)])
                 }
-                let frames = answers[r].map { s in
-                    Report.Frame(function: s.function, shortFunction: s.shortFunction, file: s.file, line: s.line,
-                                 column: s.column, module: s.module, address: s.address, inlined: s.inlined)
-                }
-                return SymbolicatedAddress(address: step.address, module: step.module, frames: frames)
+                return SymbolicatedAddress(address: step.address, module: step.module,
+                                           frames: answers[r].map(SymbolicatedFrame.init))
             }
             out[id] = SymbolicatedStack(addresses: addresses)
         }
@@ -145,5 +151,23 @@ public struct StackSymbolication {
             notes.append("\(unmapped) frame address\(unmapped == 1 ? " was" : "es were") in no recorded module (generated code?): shown without a module.")
         }
         return (out, notes)
+    }
+
+    /// The symbolicated stacks of `stackIDs` of the trace `context` replayed (stack id 0, no
+    /// stack, gives an empty stack), and notes on what could not be symbolicated.
+    public func symbolicate(_ stackIDs: [UInt32], in context: TraceContext)
+        -> (stacks: [UInt32: SymbolicatedStack], notes: [String]) {
+        symbolicate(stackIDs.map { (id: $0, addresses: context.stacks[$0] ?? [], position: context.stackPositions[$0] ?? UInt64.max) },
+                    timeline: ModuleTimeline(events: context.analysis.modules),
+                    stored: StoredSymbols(tracePath: context.trace))
+    }
+
+    /// The symbolicated stacks of `stackIDs` of `analysis`, made from the trace at `trace`
+    /// (whose stored symbols come first), and notes on what could not be symbolicated.
+    public func symbolicate(_ stackIDs: [UInt32], of analysis: Analysis, trace: String)
+        -> (stacks: [UInt32: SymbolicatedStack], notes: [String]) {
+        symbolicate(stackIDs.map { (id: $0, addresses: analysis.frames(ofStack: $0) ?? [], position: analysis.recordIndex(ofStack: $0) ?? UInt64.max) },
+                    timeline: ModuleTimeline(events: analysis.modules),
+                    stored: StoredSymbols(tracePath: trace))
     }
 }
