@@ -153,6 +153,14 @@ public struct StackSymbolication: Sendable {
         return (out, notes)
     }
 
+    /// The frames of one stack whose modules are looked up at `position` of `timeline`, for a
+    /// caller with one stack and no trace yet (the collector answering a running program:
+    /// `ModuleTimeline(loaded:)` or its module events, the stack read from the segment now).
+    public func frames(of addresses: [UInt64], at position: UInt64, timeline: ModuleTimeline)
+        -> [SymbolicatedFrame] {
+        symbolicate([(id: 0, addresses: addresses, position: position)], timeline: timeline).stacks[0]?.frames ?? []
+    }
+
     /// The symbolicated stacks of `stackIDs` of the trace `context` replayed (stack id 0, no
     /// stack, gives an empty stack), and notes on what could not be symbolicated.
     public func symbolicate(_ stackIDs: [UInt32], in context: TraceContext)
