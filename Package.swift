@@ -58,31 +58,36 @@ let package = Package(
         .target(name: "HeapGenUnits"),
         // The collector: starts the program, accepts segments, drains rings into traces.
         .target(name: "HeapGenRecord", dependencies: ["CHeapGenCollector", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport", "HeapGenSymbolication", "HeapGenUnits"]),
-        // Generations, per-site growth, abandoned / cache / leaked findings.
+        // Generations, per-site growth, abandoned / cache / leaked findings; the live heap
+        // replayed to a trace point (what diffs and exports measure).
         .target(name: "HeapGenAnalysis", dependencies: ["HeapGenTrace"]),
-        // Addresses to functions, files and lines; Swift and C++ demangling.
-        // (HeapGenTrace: the symbols a trace stores, consulted before any symbolizer.)
-        .target(name: "HeapGenSymbolication", dependencies: ["HeapGenTrace"]),
+        // Stacks of addresses to frames (module timeline, stored symbols, symbolizer), the one
+        // frame type, own-code detection; Swift and C++ demangling.
+        // (HeapGenTrace: module and symbols records; HeapGenAnalysis: the module events and
+        // stacks of an analysis.)
+        .target(name: "HeapGenSymbolication", dependencies: ["HeapGenTrace", "HeapGenAnalysis"]),
         // Findings + symbolication -> text and heapgen-report/1 JSON.
         .target(
             name: "HeapGenReport",
             dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenUnits"]
         ),
-        // Generation diffs (between marks, between traces) and exports (pprof, collapsed).
+        // Generation diffs (between marks, between traces).
         .target(
             name: "HeapGenDiff",
-            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenReport", "HeapGenUnits"]
+            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenUnits"]
         ),
         // heapgen-report/1 and heapgen-diff/1 as one self-contained HTML page (chart, findings, icicles).
-        .target(name: "HeapGenHTML", dependencies: ["HeapGenAnalysis", "HeapGenReport", "HeapGenDiff", "HeapGenUnits"]),
+        .target(name: "HeapGenHTML", dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenReport", "HeapGenDiff", "HeapGenUnits"]),
+        // Exports of the live heap at a trace point: pprof, collapsed stacks.
         .target(
             name: "HeapGenExport",
-            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenReport", "HeapGenDiff", "CZlib"]
+            dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "CZlib"]
         ),
         // zlib (zlib1g-dev), for the pprof export's compressed gzip stream.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         // CI leak gates: --fail-on, suppressions, baselines, JUnit / Markdown / SARIF.
-        .target(name: "HeapGenGate", dependencies: ["HeapGenReport", "HeapGenUnits"]),
+        // (HeapGenReport: a gate judges a Report; HeapGenSymbolication: its frames, own code.)
+        .target(name: "HeapGenGate", dependencies: ["HeapGenReport", "HeapGenSymbolication", "HeapGenUnits"]),
         // Asks the running collector for a verdict from inside a test process.
         .target(name: "HeapGenTesting", dependencies: ["HeapGen", "CHeapGenTestingStart"]),
         // A constructor that asks heapgen to track a test binary from start-up.
@@ -113,10 +118,14 @@ let package = Package(
         // Black-box tests of the command line: help snapshots in Fixtures/help.
         .testTarget(name: "HeapGenCLITests", dependencies: ["HeapGenTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "HeapGenReportTests", dependencies: ["HeapGenReport", "HeapGenTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "HeapGenGateTests", dependencies: ["HeapGenGate", "HeapGenReport", "HeapGenTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "HeapGenGateTests",
+            dependencies: ["HeapGenGate", "HeapGenReport", "HeapGenSymbolication", "HeapGenTestSupport"],
+            exclude: ["Fixtures"]
+        ),
         .testTarget(
             name: "HeapGenDiffExportTests",
-            dependencies: ["HeapGenDiff", "HeapGenExport", "HeapGenTrace", "HeapGenTestSupport"],
+            dependencies: ["HeapGenDiff", "HeapGenExport", "HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenTestSupport"],
             exclude: ["Fixtures"]
         ),
         .testTarget(
@@ -126,12 +135,12 @@ let package = Package(
         ),
         .testTarget(
             name: "HeapGenHTMLTests",
-            dependencies: ["HeapGenHTML", "HeapGenReport", "HeapGenDiff", "HeapGenAnalysis", "HeapGenTestSupport"]
+            dependencies: ["HeapGenHTML", "HeapGenReport", "HeapGenDiff", "HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTestSupport"]
         ),
         .testTarget(name: "HeapGenAnalysisTests", dependencies: ["HeapGenAnalysis", "HeapGenTrace"]),
         .testTarget(
             name: "HeapGenSymbolicationTests",
-            dependencies: ["HeapGenSymbolication"],
+            dependencies: ["HeapGenSymbolication", "HeapGenAnalysis", "HeapGenTrace"],
             exclude: ["Fixtures"]
         ),
         .testTarget(

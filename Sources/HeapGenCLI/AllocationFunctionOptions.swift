@@ -2,7 +2,7 @@
 // (`report`, `check` and `run` through ReportOptions, and `diff`).
 
 import ArgumentParser
-import HeapGenReport
+import HeapGenSymbolication
 
 /// The program's allocation wrappers: a site inside one is named after its caller.
 struct AllocationFunctionOptions: ParsableArguments {

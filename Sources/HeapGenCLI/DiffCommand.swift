@@ -1,9 +1,11 @@
 // `heapgen diff`: how the live heap changed between two points of a trace, or two traces.
 
 import ArgumentParser
+import HeapGenAnalysis
 import HeapGenDiff
 import HeapGenHTML
 import HeapGenRecord
+import HeapGenSymbolication
 
 /// `heapgen diff TRACE --from A --to B` and `heapgen diff BASE NEW [--at POINT]`
 struct DiffCommand: ParsableCommand {

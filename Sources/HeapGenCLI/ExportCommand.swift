@@ -1,6 +1,7 @@
 // `heapgen export`: a trace's heap profile as pprof or collapsed stacks.
 
 import ArgumentParser
+import HeapGenAnalysis
 import HeapGenDiff
 import HeapGenExport
 import HeapGenRecord

@@ -4,6 +4,7 @@ import ArgumentParser
 import HeapGenGate
 import HeapGenRecord
 import HeapGenReport
+import HeapGenSymbolication
 import HeapGenTrace
 #if canImport(Glibc)
 import Glibc

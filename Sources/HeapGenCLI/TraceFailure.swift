@@ -1,7 +1,7 @@
 // Reader and trace-point errors as heapgen prints them, and their exit statuses.
 
 import ArgumentParser
-import HeapGenDiff
+import HeapGenAnalysis
 import HeapGenRecord
 import HeapGenTrace
 

@@ -5,7 +5,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import HeapGenReport
+import HeapGenSymbolication
 import HeapGenUnits
 
 /// `heapgen-diff/1` JSON: pretty-printed, keys sorted, slashes unescaped, addresses as `"0x…"`.
@@ -102,15 +102,15 @@ public enum DiffText {
         return lines
     }
 
-    static func frameText(_ f: Report.Frame) -> String {
+    static func frameText(_ f: SymbolicatedFrame) -> String {
         let name = (f.shortFunction ?? f.function) ?? unknown(f)
         guard let file = f.file else { return name }
         let base = file.split(separator: "/").last.map(String.init) ?? file
         return "\(name)  \(base)" + (f.line.map { ":\($0)" } ?? "")
     }
 
-    static func unknown(_ f: Report.Frame) -> String {
-        (f.module.map { ($0.split(separator: "/").last.map(String.init) ?? $0) + " " } ?? "") + Report.Frame.formatAddress(f.address)
+    static func unknown(_ f: SymbolicatedFrame) -> String {
+        (f.module.map { ($0.split(separator: "/").last.map(String.init) ?? $0) + " " } ?? "") + SymbolicatedFrame.formatAddress(f.address)
     }
 
     static func amount(_ objects: UInt64, _ bytes: UInt64) -> String {

@@ -1,6 +1,7 @@
 // heapgen-diff/1: how the live heap changed between two points.
 
-import HeapGenReport
+import HeapGenAnalysis
+import HeapGenSymbolication
 
 /// A diff of the live heap between two points, per allocation site (see docs/diff-schema.md).
 ///
@@ -119,14 +120,14 @@ public struct HeapDiff: Codable, Sendable, Equatable {
         /// The Swift type of the objects, `nil` for plain allocations.
         public var typeName: String?
         /// Frames innermost first (of the new point's trace when the site is live there).
-        public var frames: [Report.Frame]
+        public var frames: [SymbolicatedFrame]
         /// Index in ``frames`` of the first frame in the program's own code, `nil` if none.
         public var userFrame: Int?
         /// Recorded sites (stack, type) merged into this entry, in the two traces together.
         public var sites: Int
         public var change: Change
 
-        public init(status: Status, typeName: String?, frames: [Report.Frame], userFrame: Int?, sites: Int,
+        public init(status: Status, typeName: String?, frames: [SymbolicatedFrame], userFrame: Int?, sites: Int,
                     change: Change) {
             self.status = status
             self.typeName = typeName
@@ -221,7 +222,7 @@ extension HeapDiff.Entry {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         status = try c.decode(HeapDiff.Status.self, forKey: .status)
         typeName = try c.decodeIfPresent(String.self, forKey: .typeName)
-        frames = try c.decode([Report.Frame].self, forKey: .frames)
+        frames = try c.decode([SymbolicatedFrame].self, forKey: .frames)
         userFrame = try c.decodeIfPresent(Int.self, forKey: .userFrame)
         sites = try c.decode(Int.self, forKey: .sites)
     }

@@ -1,7 +1,6 @@
 // Computing heapgen-diff/1 diffs.
 
 import HeapGenAnalysis
-import HeapGenReport
 import HeapGenSymbolication
 import HeapGenTrace
 

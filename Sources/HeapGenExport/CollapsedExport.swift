@@ -1,7 +1,6 @@
 // A heap profile as folded stacks ("collapsed" format of flamegraph.pl, speedscope, inferno).
 
-import HeapGenDiff
-import HeapGenReport
+import HeapGenSymbolication
 
 /// Folded stacks: one line per distinct stack, `outermost;…;innermost VALUE`.
 ///

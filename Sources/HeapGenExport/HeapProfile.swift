@@ -1,7 +1,6 @@
 // Per-site, per-generation allocation and in-use counts of a trace, for exports.
 
 import HeapGenAnalysis
-import HeapGenDiff
 import HeapGenTrace
 
 /// The four heap-profile values (pprof's sample types, in this order).

@@ -1,7 +1,6 @@
 // A heap profile as a gzipped perftools.profiles.Profile (pprof's profile.proto).
 
-import HeapGenDiff
-import HeapGenReport
+import HeapGenSymbolication
 import HeapGenTrace
 
 /// Builds pprof profiles from a ``HeapProfile``.
@@ -53,7 +52,7 @@ public enum PprofExport {
         var locations: [LocationKey: UInt64] = [:]
         var locationList: [(key: LocationKey, lines: [(function: UInt64, line: Int64)])] = []
 
-        func functionID(_ frame: Report.Frame, offset: UInt64?) -> UInt64 {
+        func functionID(_ frame: SymbolicatedFrame, offset: UInt64?) -> UInt64 {
             let full = frame.function ?? StackSymbolication.unknownName(module: frame.module, offset: offset,
                                                                           address: frame.address)
             let key = FunctionKey(name: frame.shortFunction ?? full, systemName: full, file: frame.file ?? "")

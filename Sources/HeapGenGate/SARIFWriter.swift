@@ -7,6 +7,7 @@ import Foundation
 #endif
 import HeapGenReport
 import HeapGenUnits
+import HeapGenSymbolication
 
 /// Renders a ``GateVerdict`` as a SARIF 2.1.0 log (`--sarif PATH`) that GitHub code scanning
 /// and other SARIF viewers accept.

@@ -3,6 +3,7 @@
 import HeapGenAnalysis
 import HeapGenReport
 import HeapGenUnits
+import HeapGenSymbolication
 
 /// Renders a ``Report`` as a single HTML file with everything inline (CSS, SVG, script):
 /// the staircase chart, every finding with its sparkline and stack, an icicle of what the

@@ -1,5 +1,7 @@
 // The heapgen-report/1 document.
 
+import HeapGenSymbolication
+
 /// A report on one trace, in the `heapgen-report/1` shape documented in
 /// `docs/report-schema.md`: what the program was, the per-generation table, the sites
 /// that grew every cycle (abandoned), leaked or filled once (caches), with symbolicated
@@ -65,4 +67,10 @@ public struct Report: Codable, Sendable, Equatable {
     public func findings(_ kind: Finding.Kind) -> [Finding] {
         findings.filter { $0.kind == kind }
     }
+}
+
+extension Report {
+    /// A frame of a report's stacks: symbolication's one frame type, under the name the
+    /// report's API and schema documentation have always used.
+    public typealias Frame = SymbolicatedFrame
 }

@@ -6,13 +6,10 @@ import HeapGenTrace
 
 /// Builds a ``Report`` from a generation ``Analysis``.
 ///
-/// Every frame address is mapped to the module that held it when its stack was defined
-/// (the module map replayed to ``Analysis/stackRecordIndices``), so a library unloaded and
-/// another loaded at the same place later does not mix up names. All frames of all
-/// findings, of every site that can change a finding once sites of one source path are
-/// summed, and of the largest live-at-exit sites are symbolicated in one batch; every
-/// frame is a return address (frame 0 too: the shim records the return address into the
-/// caller of `malloc`). Inlined frames are kept.
+/// All frames of all findings, of every site that can change a finding once sites of one
+/// source path are summed, and of the largest live-at-exit sites are symbolicated in one
+/// batch by ``StackSymbolication`` (each address named from the module that held it when its
+/// stack was defined; inlined frames kept).
 ///
 /// ```swift
 /// let analysis = try GenerationAnalyzer.analyze(path: path)
@@ -24,11 +21,13 @@ public struct ReportBuilder {
     public static let maxLiveSites = 10
 
     /// The symbolizer used; a default one (llvm-symbolizer from the toolchain) if not given.
-    public let symbolizer: Symbolizer
+    public var symbolizer: Symbolizer { symbolication.symbolizer }
+    /// The batch symbolicator every stack of the report goes through.
+    let symbolication: StackSymbolication
 
     /// Creates a builder that symbolicates with `symbolizer`.
     public init(symbolizer: Symbolizer = Symbolizer()) {
-        self.symbolizer = symbolizer
+        symbolication = StackSymbolication(symbolizer: symbolizer)
     }
 
     /// Reads the trace at `path`, analyzes it with `options` and builds its report.
@@ -74,9 +73,9 @@ public struct ReportBuilder {
         for id in liveSites.map(\.stackID) where seenStacks.insert(id).inserted { stackIDs.append(id) }
 
         // The symbols the trace stored when it was recorded come first (StoredSymbols).
-        let symbolicated = symbolicate(stackIDs, of: analysis, stored: StoredSymbols(tracePath: trace))
+        let symbolicated = symbolication.symbolicate(stackIDs, of: analysis, trace: trace)
         notes += symbolicated.notes
-        let frames = symbolicated.frames
+        let frames = symbolicated.stacks.mapValues(\.frames)
 
         let findings = Self.findings(of: analysis, frames: frames)
         if !analysis.canRegroup && !findings.isEmpty {
@@ -200,7 +199,7 @@ public struct ReportBuilder {
         let stackIDs = Set(candidates.map(\.stackID))
         let ordered = stackIDs.map { ($0, analysis.recordIndex(ofStack: $0) ?? UInt64.max) }
             .sorted { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }
-        var modules = ModuleMap(events: analysis.modules)
+        var modules = ModuleTimeline(events: analysis.modules).cursor()
         var libraryOf: [UInt32: String] = [:]
         for (id, record) in ordered {
             guard let addresses = analysis.frames(ofStack: id), !addresses.isEmpty else { continue }
@@ -237,130 +236,6 @@ public struct ReportBuilder {
         let summary = Report.Startup(objects: list.reduce(0) { $0 + $1.objects }, bytes: list.reduce(0) { $0 + $1.bytes },
                                      parts: list)
         return (summary, Set(libraryOf.keys))
-    }
-
-    /// Symbolicates the frames of `stackIDs` in one batch.
-    func symbolicate(_ stackIDs: [UInt32], of analysis: Analysis, stored: StoredSymbols? = nil)
-        -> (frames: [UInt32: [Report.Frame]], notes: [String]) {
-        // Each distinct (module, address) once.
-        struct Key: Hashable {
-            var module: Module
-            var address: UInt64
-        }
-        var requestIndex: [Key: Int] = [:]
-        var requests: [SymbolizationRequest] = []
-        /// Per stack, per raw frame: the request index, or the address when no module held it.
-        var plans: [UInt32: [(request: Int?, address: UInt64)]] = [:]
-        // Stacks in the order they were defined, so that the module map is replayed once.
-        let ordered = stackIDs.map { ($0, analysis.recordIndex(ofStack: $0) ?? UInt64.max) }
-            .sorted { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }
-        var modules = ModuleMap(events: analysis.modules)
-        for (id, record) in ordered {
-            let addresses = analysis.frames(ofStack: id) ?? []
-            modules.advance(to: record)
-            var plan: [(request: Int?, address: UInt64)] = []
-            plan.reserveCapacity(addresses.count)
-            for address in addresses {
-                guard let module = modules.module(containing: address) else {
-                    plan.append((nil, address))
-                    continue
-                }
-                let key = Key(module: module, address: address)
-                if let i = requestIndex[key] {
-                    plan.append((i, address))
-                } else {
-                    requestIndex[key] = requests.count
-                    plan.append((requests.count, address))
-                    requests.append(SymbolizationRequest(module: module, address: address, isReturnAddress: true))
-                }
-            }
-            plans[id] = plan
-        }
-
-        let answers = requests.isEmpty ? [] : symbolizer.symbolize(requests, stored: stored)
-
-        var notes: [String] = []
-        if !requests.isEmpty && symbolizer.backend == .none && (stored?.isEmpty ?? true) {
-            notes.append("No symbolizer was found (llvm-symbolizer or addr2line; HEAPGEN_SYMBOLIZER names one): frames show addresses only.")
-        }
-        var staleModules = Set<String>()
-        for frames in answers { for f in frames where f.stale { staleModules.insert(f.module) } }
-        if !staleModules.isEmpty {
-            let names = staleModules.sorted().prefix(3).joined(separator: ", ")
-            let more = staleModules.count > 3 ? " and \(staleModules.count - 3) more" : ""
-            notes.append("Changed or missing since the recording, so their frames may lack names: \(names)\(more).")
-        }
-
-        var out: [UInt32: [Report.Frame]] = [:]
-        var unmapped = 0
-        var reported = Set<UInt32>()
-        for id in stackIDs where reported.insert(id).inserted {
-            var frames: [Report.Frame] = []
-            for step in plans[id] ?? [] {
-                guard let r = step.request else {
-                    unmapped += 1
-                    frames.append(Report.Frame(module: nil, address: step.address))
-                    continue
-                }
-                for s in answers[r] {
-                    frames.append(Report.Frame(function: s.function, shortFunction: s.shortFunction, file: s.file,
-                                               line: s.line, column: s.column, module: s.module,
-                                               address: s.address, inlined: s.inlined))
-                }
-            }
-            out[id] = frames
-        }
-        if unmapped > 0 {
-            notes.append("\(unmapped) frame address\(unmapped == 1 ? " was" : "es were") in no recorded module (generated code?): shown without a module.")
-        }
-        return (out, notes)
-    }
-}
-
-/// The modules mapped at a point of the trace, replayed forward through its module events
-/// (as ``Analysis/module(containing:atRecord:)`` does, without starting over for every stack).
-struct ModuleMap {
-    let events: [ModuleEvent]
-    var next = 0
-    /// Loaded modules, oldest first.
-    var loaded: [ModuleRecord] = []
-    /// Answers since the last change of `loaded`.
-    var memo: [UInt64: Module?] = [:]
-
-    init(events: [ModuleEvent]) {
-        self.events = events
-    }
-
-    /// Applies the events before record `recordIndex` not applied yet (positions only grow).
-    mutating func advance(to recordIndex: UInt64) {
-        while next < events.count && events[next].recordIndex < recordIndex {
-            let event = events[next]
-            switch event.kind {
-            case .load:
-                if let module = event.module { loaded.append(module) }
-            case .unload:
-                if let i = loaded.lastIndex(where: { $0.loadBias == event.loadBias }) { loaded.remove(at: i) }
-            }
-            memo.removeAll(keepingCapacity: true)
-            next += 1
-        }
-    }
-
-    /// The latest loaded module with `address` in one of its segments.
-    mutating func module(containing address: UInt64) -> Module? {
-        if let known = memo[address] { return known }
-        var found: Module?
-        search: for m in loaded.reversed() {
-            for segment in m.segments {
-                let start = m.loadBias &+ segment.vaddr
-                if address >= start && address - start < segment.memsz {
-                    found = Module(path: m.path, buildID: m.buildID, loadBias: m.loadBias)
-                    break search
-                }
-            }
-        }
-        memo[address] = found
-        return found
     }
 }
 

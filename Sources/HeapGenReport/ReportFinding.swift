@@ -1,6 +1,7 @@
 // One finding of a report.
 
 import HeapGenAnalysis
+import HeapGenSymbolication
 
 extension Report {
     /// A site (stack and Swift type) whose memory the cycles left behind, or a cache.

@@ -1,5 +1,7 @@
 // The "program" object of a report.
 
+import HeapGenSymbolication
+
 extension Report {
     /// The traced process and how it ended.
     public struct Program: Codable, Sendable, Equatable {

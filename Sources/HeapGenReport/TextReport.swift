@@ -2,6 +2,7 @@
 
 import HeapGenAnalysis
 import HeapGenUnits
+import HeapGenSymbolication
 
 /// Renders a ``Report`` as text for a terminal: a header, the generation table, the
 /// findings (abandoned first, then leaked, then caches under their own heading), what was

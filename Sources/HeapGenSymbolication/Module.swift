@@ -1,4 +1,8 @@
-/// A module (executable or shared object) as recorded in a trace's module map.
+// A module as the symbolizer knows it: which file, which build, where it was mapped.
+
+/// A module (executable or shared object) as the symbolizer knows it: the identity of a
+/// trace's ``ModuleRecord`` without its segments (``ModuleTimeline`` uses those to find the
+/// module of an address; `Module(record)` makes this from it).
 ///
 /// `loadBias` is what `dl_iterate_phdr` reports as `dlpi_addr`: a runtime address is the
 /// file's virtual address plus `loadBias` (0 for a non-PIE executable).
@@ -10,6 +14,7 @@ public struct Module: Sendable, Hashable {
     /// Runtime address minus file virtual address.
     public var loadBias: UInt64
 
+    /// Creates a module identity.
     public init(path: String, buildID: [UInt8], loadBias: UInt64) {
         self.path = path
         self.buildID = buildID

@@ -1,6 +1,13 @@
-/// One frame of a symbolized address. An address inside inlined code yields several frames:
-/// the innermost inlined function first (`inlined == true`), the function that physically
-/// contains the address last (`inlined == false`).
+// What the symbolizer answered for one address: a lookup record, not a stack frame.
+
+/// One frame of a symbolized address, as ``Symbolizer`` answers one ``SymbolizationRequest``.
+/// An address inside inlined code yields several frames: the innermost inlined function first
+/// (`inlined == true`), the function that physically contains the address last
+/// (`inlined == false`).
+///
+/// Lookup level: it keeps what the answer needs to be judged (``stale``, ``moduleOffset``).
+/// Stacks, reports, diffs and exports hold ``SymbolicatedFrame``s, which
+/// ``StackSymbolication`` makes from these.
 public struct SymbolizedFrame: Sendable, Equatable, Codable {
     /// Demangled function name (Swift: `Demo.ProfileViewModel.init(name: Swift.String) -> Demo.ProfileViewModel`;
     /// C++: `ns::Foo<int>::bar(int)`), nil when unknown.

@@ -3,7 +3,7 @@
 import Synchronization
 
 /// Decides which frame of an allocation stack is the first one in the *program's own
-/// code*: the frame a user wants to look at first (``Report/Finding/userFrame``).
+/// code*: the frame a user wants to look at first (`Report.Finding.userFrame`).
 ///
 /// A frame is own code unless
 /// - its module is part of the platform: heapgen's shim (`libHeapGenShim.so`), glibc
@@ -111,7 +111,7 @@ public enum OwnCode {
     /// known module: growth made entirely by platform and system libraries (XCTest's
     /// per-test timers, libdispatch's worker bookkeeping). A frame outside every recorded
     /// module might be the program's (JIT code, a stripped binary): then this is false.
-    public static func isLibraryOnly(_ frames: [Report.Frame]) -> Bool {
+    public static func isLibraryOnly(_ frames: [SymbolicatedFrame]) -> Bool {
         guard !frames.isEmpty, frames.allSatisfy({ $0.module != nil }) else { return false }
         return !frames.contains { isOwnCode(module: $0.module, function: $0.function, file: $0.file) }
     }
@@ -122,7 +122,7 @@ public enum OwnCode {
     /// An own frame whose file is known but whose line is not is compiler-generated glue in
     /// the user's module (line 0), typically a class's `__allocating_init`: when a later own
     /// frame has a line (the `Model(…)` call written by the user), that one is chosen.
-    public static func firstUserFrame(_ frames: [Report.Frame]) -> Int? {
+    public static func firstUserFrame(_ frames: [SymbolicatedFrame]) -> Int? {
         let own = frames.indices.filter { isOwnCode(module: frames[$0].module, function: frames[$0].function, file: frames[$0].file) }
         if let first = own.first {
             if frames[first].file != nil && frames[first].line == nil,
@@ -209,13 +209,14 @@ public enum OwnCode {
 
     // MARK: - Helpers
 
-    static func baseName(_ path: String) -> String {
+    /// The file name of `path` (what follows its last slash).
+    package static func baseName(_ path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return path }
         return String(path[path.index(after: slash)...])
     }
 
     /// `libfoo.so.6` → `foo`, `libc-2.36.so` → `c`, `ld-linux-x86-64.so.2` → `ld-linux-x86-64`.
-    static func libraryStem(_ name: String) -> String {
+    package static func libraryStem(_ name: String) -> String {
         var stem = Substring(name)
         if let so = stem.range(of: ".so") { stem = stem[..<so.lowerBound] }
         if stem.hasPrefix("lib") {

@@ -1,6 +1,6 @@
 // Which function names are allocation wrappers (OwnCode), known ones and --alloc-fn's.
 
-import HeapGenReport
+import HeapGenSymbolication
 import XCTest
 
 final class AllocationWrapperTests: XCTestCase {
@@ -42,7 +42,7 @@ final class AllocationWrapperTests: XCTestCase {
 }
 
 enum ReportFrameFixture {
-    static func frame(_ function: String, module: String) -> HeapGenReport.Report.Frame {
-        HeapGenReport.Report.Frame(function: function, file: "/app/src/x.c", line: 1, module: module, address: 0x1000)
+    static func frame(_ function: String, module: String) -> SymbolicatedFrame {
+        SymbolicatedFrame(function: function, file: "/app/src/x.c", line: 1, module: module, address: 0x1000)
     }
 }

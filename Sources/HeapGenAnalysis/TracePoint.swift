@@ -1,7 +1,5 @@
 // Points in a trace that diffs and exports measure the live heap at.
 
-import HeapGenAnalysis
-
 /// A point of a trace, as a user names it on the command line.
 public enum TracePoint: Sendable, Equatable, CustomStringConvertible {
     /// Before the first record: nothing is live.

@@ -1,6 +1,5 @@
 // Replays the live heap of a trace record by record, per allocation site.
 
-import HeapGenAnalysis
 import HeapGenTrace
 
 /// An allocation site: a (stack id, Swift type id) pair of one trace, as in ``AllocationSite``.
