@@ -53,13 +53,15 @@ let package = Package(
         ),
         // The trace file: records, writer, reader, validation.
         .target(name: "HeapGenTrace"),
+        // One strict JSON reader (with caps) and one string quoter; depends on nothing.
+        .target(name: "HeapGenJSON"),
         // The collector: starts the program, accepts segments, drains rings into traces.
         .target(name: "HeapGenRecord", dependencies: ["CHeapGenCollector", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport", "HeapGenSymbolication"]),
         // Generations, per-site growth, abandoned / cache / leaked findings.
         .target(name: "HeapGenAnalysis", dependencies: ["HeapGenTrace"]),
         // Addresses to functions, files and lines; Swift and C++ demangling.
         // (HeapGenTrace: the symbols a trace stores, consulted before any symbolizer.)
-        .target(name: "HeapGenSymbolication", dependencies: ["HeapGenTrace"]),
+        .target(name: "HeapGenSymbolication", dependencies: ["HeapGenTrace", "HeapGenJSON"]),
         // Findings + symbolication -> text and heapgen-report/1 JSON.
         .target(
             name: "HeapGenReport",
@@ -71,7 +73,7 @@ let package = Package(
             dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenReport"]
         ),
         // heapgen-report/1 and heapgen-diff/1 as one self-contained HTML page (chart, findings, icicles).
-        .target(name: "HeapGenHTML", dependencies: ["HeapGenAnalysis", "HeapGenReport", "HeapGenDiff"]),
+        .target(name: "HeapGenHTML", dependencies: ["HeapGenAnalysis", "HeapGenReport", "HeapGenDiff", "HeapGenJSON"]),
         .target(
             name: "HeapGenExport",
             dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenReport", "HeapGenDiff", "CZlib"]
@@ -106,6 +108,7 @@ let package = Package(
         // directories, processes, fixture compilation, running heapgen.
         .target(name: "HeapGenTestSupport", path: "Tests/HeapGenTestSupport"),
         .testTarget(name: "HeapGenTraceTests", dependencies: ["HeapGenTrace"]),
+        .testTarget(name: "HeapGenJSONTests", dependencies: ["HeapGenJSON"]),
         .testTarget(name: "HeapGenReportTests", dependencies: ["HeapGenReport", "HeapGenTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "HeapGenGateTests", dependencies: ["HeapGenGate", "HeapGenReport", "HeapGenTestSupport"], exclude: ["Fixtures"]),
         .testTarget(
