@@ -55,6 +55,8 @@ let package = Package(
         .target(name: "HeapGenTrace"),
         // One strict JSON reader (with caps) and one string quoter; depends on nothing.
         .target(name: "HeapGenJSON"),
+        // The control channel's requests and answers, declared once (collector and HeapGenTesting); no Foundation.
+        .target(name: "HeapGenControlProtocol", dependencies: ["HeapGenJSON"]),
         // The collector: starts the program, accepts segments, drains rings into traces.
         .target(name: "HeapGenRecord", dependencies: ["CHeapGenCollector", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport", "HeapGenSymbolication"]),
         // Generations, per-site growth, abandoned / cache / leaked findings.
@@ -83,7 +85,7 @@ let package = Package(
         // CI leak gates: --fail-on, suppressions, baselines, JUnit / Markdown / SARIF.
         .target(name: "HeapGenGate", dependencies: ["HeapGenReport"]),
         // Asks the running collector for a verdict from inside a test process.
-        .target(name: "HeapGenTesting", dependencies: ["HeapGen", "CHeapGenTestingStart"]),
+        .target(name: "HeapGenTesting", dependencies: ["HeapGen", "CHeapGenTestingStart", "HeapGenControlProtocol"]),
         // A constructor that asks heapgen to track a test binary from start-up.
         .target(name: "CHeapGenTestingStart"),
         // The command line; its folder is not named `heapgen`, which would collide
@@ -109,6 +111,7 @@ let package = Package(
         .target(name: "HeapGenTestSupport", path: "Tests/HeapGenTestSupport"),
         .testTarget(name: "HeapGenTraceTests", dependencies: ["HeapGenTrace"]),
         .testTarget(name: "HeapGenJSONTests", dependencies: ["HeapGenJSON"]),
+        .testTarget(name: "HeapGenControlProtocolTests", dependencies: ["HeapGenControlProtocol", "HeapGenJSON"]),
         .testTarget(name: "HeapGenReportTests", dependencies: ["HeapGenReport", "HeapGenTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "HeapGenGateTests", dependencies: ["HeapGenGate", "HeapGenReport", "HeapGenTestSupport"], exclude: ["Fixtures"]),
         .testTarget(
