@@ -58,7 +58,14 @@ let package = Package(
         // The control channel's requests and answers, declared once (collector and HeapGenTesting); no Foundation.
         .target(name: "HeapGenControlProtocol", dependencies: ["HeapGenJSON"]),
         // The collector: starts the program, accepts segments, drains rings into traces.
-        .target(name: "HeapGenRecord", dependencies: ["CHeapGenCollector", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport", "HeapGenSymbolication"]),
+        // Analysis, symbolication and reports reach it only through ControlResponder (injected from above).
+        // (HeapGenReport: HumanUnits only, until it moves to its own module.)
+        .target(name: "HeapGenRecord", dependencies: ["CHeapGenCollector", "HeapGenTrace", "HeapGenControlProtocol", "HeapGenReport"]),
+        // What the collector needs from above it: control answers needing analysis, symbolication or reports, and the end-of-recording symbol store.
+        .target(
+            name: "HeapGenRecordServices",
+            dependencies: ["HeapGenRecord", "HeapGenControlProtocol", "HeapGenAnalysis", "HeapGenSymbolication", "HeapGenReport", "HeapGenTrace"]
+        ),
         // Generations, per-site growth, abandoned / cache / leaked findings.
         .target(name: "HeapGenAnalysis", dependencies: ["HeapGenTrace"]),
         // Addresses to functions, files and lines; Swift and C++ demangling.
@@ -93,7 +100,7 @@ let package = Package(
         .executableTarget(
             name: "HeapGenCLI",
             dependencies: [
-                "HeapGenRecord", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport",
+                "HeapGenRecord", "HeapGenRecordServices", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport",
                 "HeapGenDiff", "HeapGenExport", "HeapGenGate", "HeapGenHTML",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

@@ -1,5 +1,6 @@
 import ArgumentParser
 import HeapGenRecord
+import HeapGenRecordServices
 
 /// `heapgen record [options] -- PROGRAM [ARGS...]`
 struct RecordCommand: ParsableCommand {
@@ -72,7 +73,7 @@ struct RecordCommand: ParsableCommand {
         options.stats = stats
         options.scanLeaks = leaks
         options.storeSymbols = !noSymbols
-        let status = Recorder(options: options).run()
+        let status = Recorder(options: options, services: RecordServiceProvider()).run()
         if status != 0 { throw ExitCode(status) }
     }
 }

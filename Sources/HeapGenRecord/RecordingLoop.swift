@@ -1,5 +1,5 @@
 import CHeapGenCollector
-import HeapGenReport
+import HeapGenReport  // HumanUnits only (moving to its own module)
 import HeapGenTrace
 #if canImport(Glibc)
 import Glibc
@@ -28,7 +28,7 @@ struct FinishedTrace {
     /// Bytes of the shim's arena in use at the end (stack nodes, names, modules), for `--stats`.
     var arenaBytes: UInt64 = 0
     /// With ``RecordOptions/storeSymbols``: the trace's distinct frame addresses and its
-    /// modules, symbolicated once the recording is over (``TraceSymbolStore``).
+    /// modules, symbolicated once the recording is over (``RecordServices/storeSymbols(in:)``).
     var frameAddresses: Set<UInt64> = []
     var modules: [ModuleRecord] = []
 }
@@ -132,7 +132,9 @@ final class RecordingLoop {
     private var pollOwners: [PollOwner] = []
     private var pollDirty = true
 
-    init(listener: Int32, rootPid: Int32, rootPidfd: Int32, paths: TracePaths, options: RecordOptions, rootExecutable: String) {
+    init(listener: Int32, rootPid: Int32, rootPidfd: Int32, paths: TracePaths, options: RecordOptions, rootExecutable: String,
+         responder: (any ControlResponder)?) {
+        drainer.controlChannel.responder = responder
         self.listener = listener
         self.rootPid = rootPid
         self.paths = paths
