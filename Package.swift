@@ -57,9 +57,7 @@ let package = Package(
         .target(name: "HeapGenJSON"),
         // The control channel's requests and answers, declared once (collector and HeapGenTesting); no Foundation.
         .target(name: "HeapGenControlProtocol", dependencies: ["HeapGenJSON"]),
-        // The collector: starts the program, accepts segments, drains rings into traces.
-        // Analysis, symbolication and reports reach it only through ControlResponder (injected from above).
-        // (HeapGenReport: HumanUnits only, until it moves to its own module.)
+        // The collector: starts the program, accepts segments, drains rings into traces (HeapGenReport: HumanUnits only, for now).
         .target(name: "HeapGenRecord", dependencies: ["CHeapGenCollector", "HeapGenTrace", "HeapGenControlProtocol", "HeapGenReport"]),
         // What the collector needs from above it: control answers needing analysis, symbolication or reports, and the end-of-recording symbol store.
         .target(

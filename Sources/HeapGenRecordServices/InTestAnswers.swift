@@ -12,7 +12,8 @@ import HeapGenTrace
 
 /// A growth session's generation analysis.
 final class SessionAnalysis: GrowthAnalysis {
-    var analyzer: GenerationAnalyzer
+    /// Unchecked: fed one event at a time on the collector's one thread (a hot path).
+    @exclusivity(unchecked) var analyzer: GenerationAnalyzer
     let options: GrowthOptions
 
     init(options: GrowthOptions) {

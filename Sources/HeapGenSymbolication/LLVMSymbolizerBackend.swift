@@ -1,3 +1,5 @@
+// The llvm-symbolizer backend: one long-lived child, and the reading of its JSON replies.
+
 import Foundation
 import HeapGenJSON
 
