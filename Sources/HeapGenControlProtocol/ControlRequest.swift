@@ -21,7 +21,9 @@ public enum ControlLimits {
 
 /// A request the collector refuses; `description` is the answer's `"error"` text.
 public struct ControlProtocolError: Error, CustomStringConvertible, Sendable {
+    /// The error text sent to the client.
     public var description: String
+    /// An error answered with `description`.
     public init(_ description: String) { self.description = description }
 }
 
@@ -33,11 +35,16 @@ public enum ControlOp: String, Sendable, CaseIterable {
 /// The analysis options of a growth session (`begin`, repeated in `growth`). Defaults are
 /// those of a report (`AnalysisOptions()`).
 public struct GrowthOptions: Sendable, Equatable {
+    /// Cycles left out of the judgement at the start.
     public var warmUp: Int
+    /// Judged cycles that may show no growth while a site is still called abandoned.
     public var toleratedMisses: Int
+    /// A cycle counts as growth only if its live bytes rose by at least this much (0: any rise).
     public var minBytesPerCycle: Int
+    /// A cycle counts as growth only if its live objects rose by at least this many (0: any rise).
     public var minObjectsPerCycle: Int
 
+    /// Options; the defaults are a report's.
     public init(warmUp: Int = 1, toleratedMisses: Int = 1, minBytesPerCycle: Int = 0, minObjectsPerCycle: Int = 0) {
         self.warmUp = warmUp
         self.toleratedMisses = toleratedMisses
@@ -53,6 +60,7 @@ public struct ControlRequest: Sendable {
     /// Every member, the last of duplicates.
     public var fields: [String: JSONValue]
 
+    /// The known op named, or nil.
     public var op: ControlOp? { ControlOp(rawValue: opName) }
 
     /// Reads a request. The error texts are part of the protocol's answers.

@@ -13,6 +13,7 @@ public struct JSONLimits: Sendable, Equatable {
     /// Longest string (key or value), in UTF-8 bytes after unescaping.
     public var maxStringBytes: Int
 
+    /// Defaults generous enough for any tool output heapgen reads; untrusted input passes tighter caps.
     public init(maxBytes: Int = 64 << 20, maxDepth: Int = 64, maxKeys: Int = 100_000, maxStringBytes: Int = 16 << 20) {
         self.maxBytes = maxBytes
         self.maxDepth = maxDepth
@@ -28,11 +29,13 @@ public struct JSONError: Error, CustomStringConvertible, Sendable, Equatable {
     /// Byte offset where the reader stopped.
     public var offset: Int
 
+    /// An error `reason` found at byte `offset`.
     public init(reason: String, offset: Int) {
         self.reason = reason
         self.offset = offset
     }
 
+    /// `<reason> at byte <offset>`.
     public var description: String { "\(reason) at byte \(offset)" }
 }
 
@@ -43,16 +46,19 @@ public struct JSONError: Error, CustomStringConvertible, Sendable, Equatable {
 /// `\u` escapes, no raw control characters in strings. It recurses at most
 /// `limits.maxDepth` levels, so a hostile document cannot exhaust the stack.
 public enum JSONReader {
+    /// Parses `bytes` as one JSON document within `limits`.
     public static func parse(_ bytes: [UInt8], limits: JSONLimits = JSONLimits()) throws(JSONError) -> JSONValue {
         try bytes.withUnsafeBufferPointer { (b: UnsafeBufferPointer<UInt8>) throws(JSONError) -> JSONValue in
             try parse(b, limits: limits)
         }
     }
 
+    /// Parses `text`'s UTF-8 as one JSON document within `limits`.
     public static func parse(_ text: String, limits: JSONLimits = JSONLimits()) throws(JSONError) -> JSONValue {
         try parse(Array(text.utf8), limits: limits)
     }
 
+    /// Parses `bytes` as one JSON document within `limits` (no copy).
     public static func parse(_ bytes: UnsafeBufferPointer<UInt8>, limits: JSONLimits = JSONLimits()) throws(JSONError) -> JSONValue {
         guard bytes.count <= limits.maxBytes else {
             throw JSONError(reason: "document longer than \(limits.maxBytes) bytes", offset: 0)

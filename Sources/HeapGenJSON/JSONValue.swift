@@ -3,13 +3,16 @@
 
 /// A parsed JSON value. Objects keep their members in document order.
 public enum JSONValue: Equatable, Sendable {
+    /// Members in document order (duplicates kept).
     case object([(key: String, value: JSONValue)])
     case array([JSONValue])
     case string(String)
+    /// Every number, as JSON has one number type.
     case number(Double)
     case bool(Bool)
     case null
 
+    /// Structural equality; objects compare member by member, in order.
     public static func == (a: JSONValue, b: JSONValue) -> Bool {
         switch (a, b) {
         case (.object(let x), .object(let y)):
@@ -38,10 +41,15 @@ public enum JSONValue: Equatable, Sendable {
         return out
     }
 
+    /// The string, or nil for any other kind.
     public var string: String? { if case .string(let s) = self { s } else { nil } }
+    /// The boolean, or nil for any other kind.
     public var bool: Bool? { if case .bool(let b) = self { b } else { nil } }
+    /// The number, or nil for any other kind.
     public var number: Double? { if case .number(let d) = self { d } else { nil } }
+    /// The items, or nil for any other kind.
     public var array: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
+    /// True for `null`.
     public var isNull: Bool { self == .null }
 
     /// An integral number that `Int` holds exactly (|n| < 2^53), or nil.

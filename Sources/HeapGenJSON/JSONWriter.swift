@@ -34,6 +34,7 @@ public struct JSONObjectWriter: Sendable {
     private var text = "{"
     private var empty = true
 
+    /// An empty object.
     public init() {}
 
     private mutating func key(_ k: String) {
@@ -45,10 +46,13 @@ public struct JSONObjectWriter: Sendable {
 
     /// A member whose value is already JSON text.
     public mutating func raw(_ k: String, _ json: String) { key(k); text += json }
+    /// A string member.
     public mutating func string(_ k: String, _ v: String) { key(k); text += JSONWriter.quote(v) }
     /// A string member, or `null`.
     public mutating func string(_ k: String, _ v: String?) { key(k); text += v.map(JSONWriter.quote) ?? "null" }
+    /// A `true`/`false` member.
     public mutating func bool(_ k: String, _ v: Bool) { key(k); text += v ? "true" : "false" }
+    /// An integer member, in decimal.
     public mutating func int<I: BinaryInteger>(_ k: String, _ v: I) { key(k); text += "\(v)" }
 
     /// The object's text, closing brace included.
