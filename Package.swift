@@ -51,13 +51,24 @@ let package = Package(
                 .unsafeFlags(["-O2", "-D_GNU_SOURCE"]),
             ]
         ),
-        // The trace file: records, writer, reader, validation.
-        .target(name: "HeapGenTrace"),
+        // The trace file: records, writer, reader, validation, the live-heap model.
+        // (HeapGenUnits: the one wording of incomplete stacks.)
+        .target(name: "HeapGenTrace", dependencies: ["HeapGenUnits"]),
         // Units for people: counts, bytes and durations printed, sizes and durations parsed.
         // Depends on nothing, so every module that prints or parses them can use it.
         .target(name: "HeapGenUnits"),
+        // One strict JSON reader (with caps) and one string quoter; depends on nothing.
+        .target(name: "HeapGenJSON"),
+        // The control channel's requests and answers, declared once (collector and HeapGenTesting); no Foundation.
+        .target(name: "HeapGenControlProtocol", dependencies: ["HeapGenJSON"]),
         // The collector: starts the program, accepts segments, drains rings into traces.
-        .target(name: "HeapGenRecord", dependencies: ["CHeapGenCollector", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport", "HeapGenSymbolication", "HeapGenUnits"]),
+        // It depends on nothing above the trace: what needs analysis or symbols is injected (RecordServices).
+        .target(name: "HeapGenRecord", dependencies: ["CHeapGenCollector", "HeapGenTrace", "HeapGenControlProtocol", "HeapGenUnits"]),
+        // What the collector needs from above it: control answers needing analysis, symbolication or reports, and the end-of-recording symbol store.
+        .target(
+            name: "HeapGenRecordServices",
+            dependencies: ["HeapGenRecord", "HeapGenControlProtocol", "HeapGenAnalysis", "HeapGenSymbolication", "HeapGenReport", "HeapGenTrace"]
+        ),
         // Generations, per-site growth, abandoned / cache / leaked findings; the live heap
         // replayed to a trace point (what diffs and exports measure).
         .target(name: "HeapGenAnalysis", dependencies: ["HeapGenTrace"]),
@@ -65,7 +76,7 @@ let package = Package(
         // frame type, own-code detection; Swift and C++ demangling.
         // (HeapGenTrace: module and symbols records; HeapGenAnalysis: the module events and
         // stacks of an analysis.)
-        .target(name: "HeapGenSymbolication", dependencies: ["HeapGenTrace", "HeapGenAnalysis"]),
+        .target(name: "HeapGenSymbolication", dependencies: ["HeapGenTrace", "HeapGenAnalysis", "HeapGenJSON"]),
         // Findings + symbolication -> text and heapgen-report/1 JSON.
         .target(
             name: "HeapGenReport",
@@ -77,7 +88,7 @@ let package = Package(
             dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenUnits"]
         ),
         // heapgen-report/1 and heapgen-diff/1 as one self-contained HTML page (chart, findings, icicles).
-        .target(name: "HeapGenHTML", dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenReport", "HeapGenDiff", "HeapGenUnits"]),
+        .target(name: "HeapGenHTML", dependencies: ["HeapGenAnalysis", "HeapGenSymbolication", "HeapGenReport", "HeapGenDiff", "HeapGenUnits", "HeapGenJSON"]),
         // Exports of the live heap at a trace point: pprof, collapsed stacks.
         .target(
             name: "HeapGenExport",
@@ -89,7 +100,7 @@ let package = Package(
         // (HeapGenReport: a gate judges a Report; HeapGenSymbolication: its frames, own code.)
         .target(name: "HeapGenGate", dependencies: ["HeapGenReport", "HeapGenSymbolication", "HeapGenUnits"]),
         // Asks the running collector for a verdict from inside a test process.
-        .target(name: "HeapGenTesting", dependencies: ["HeapGen", "CHeapGenTestingStart"]),
+        .target(name: "HeapGenTesting", dependencies: ["HeapGen", "CHeapGenTestingStart", "HeapGenControlProtocol"]),
         // A constructor that asks heapgen to track a test binary from start-up.
         .target(name: "CHeapGenTestingStart"),
         // The command line; its folder is not named `heapgen`, which would collide
@@ -97,7 +108,7 @@ let package = Package(
         .executableTarget(
             name: "HeapGenCLI",
             dependencies: [
-                "HeapGenRecord", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport",
+                "HeapGenRecord", "HeapGenRecordServices", "HeapGenTrace", "HeapGenAnalysis", "HeapGenReport",
                 "HeapGenDiff", "HeapGenExport", "HeapGenGate", "HeapGenHTML", "HeapGenUnits",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -115,6 +126,8 @@ let package = Package(
         .target(name: "HeapGenTestSupport", path: "Tests/HeapGenTestSupport"),
         .testTarget(name: "HeapGenTraceTests", dependencies: ["HeapGenTrace"]),
         .testTarget(name: "HeapGenUnitsTests", dependencies: ["HeapGenUnits"]),
+        .testTarget(name: "HeapGenJSONTests", dependencies: ["HeapGenJSON"]),
+        .testTarget(name: "HeapGenControlProtocolTests", dependencies: ["HeapGenControlProtocol", "HeapGenJSON"]),
         // Black-box tests of the command line: help snapshots in Fixtures/help.
         .testTarget(name: "HeapGenCLITests", dependencies: ["HeapGenTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "HeapGenReportTests", dependencies: ["HeapGenReport", "HeapGenTestSupport"], exclude: ["Fixtures"]),

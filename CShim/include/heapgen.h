@@ -28,7 +28,7 @@ int heapgen_is_tracing(void) __attribute__((weak));
  *   {"op":"track"}                  start live tracking of this process image
  *   {"op":"object","address":"0x…"} is that block live? type, size, stack, generation
  *   {"op":"begin"} … marks … {"op":"growth","warmUp":1}   per-cycle growth findings
- * (the ops and the answers are documented in Sources/HeapGenRecord/ControlChannel.swift).
+ * (the ops and the answers are documented in docs/control-protocol.md).
  * The request is ordered with this process's allocations: the answer takes
  * into account every allocation and free made (by any thread) before the call.
  *

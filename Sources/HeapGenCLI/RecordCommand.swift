@@ -2,6 +2,7 @@
 
 import ArgumentParser
 import HeapGenRecord
+import HeapGenRecordServices
 
 /// `heapgen record [options] -- PROGRAM [ARGS...]`
 struct RecordCommand: ParsableCommand {
@@ -43,7 +44,7 @@ struct RecordCommand: ParsableCommand {
     func run() throws {
         var options = try recording.recordOptions(command: command, output: output, quiet: recording.quiet)
         options.stats = stats
-        let status = Recorder(options: options).run()
+        let status = Recorder(options: options, services: RecordServiceProvider()).run()
         if status != 0 { throw ExitCode(status) }
     }
 }

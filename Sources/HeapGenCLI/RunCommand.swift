@@ -3,6 +3,7 @@
 import ArgumentParser
 import HeapGenGate
 import HeapGenRecord
+import HeapGenRecordServices
 import HeapGenReport
 import HeapGenSymbolication
 import HeapGenTrace
@@ -90,7 +91,7 @@ struct RunCommand: ParsableCommand {
 
         // Record.
         options.output = tracePath
-        let recorder = Recorder(options: options)
+        let recorder = Recorder(options: options, services: RecordServiceProvider())
         let status = recorder.run()
         let written = (recorder.rootTracePath.map { [$0] } ?? []) + recorder.otherTracePaths
         let removeTraces = temporary && !keepTrace

@@ -1,5 +1,6 @@
 // The verdict as LeakSanitizer-style lines.
 
+import HeapGenTrace
 import HeapGenReport
 import HeapGenUnits
 

@@ -1,5 +1,6 @@
 // Escaping and number formatting shared by the HTML renderers.
 
+import HeapGenJSON
 import HeapGenReport
 
 /// Text helpers for building HTML by hand: escaping, compact numbers, frame names.
@@ -52,21 +53,8 @@ enum HTMLText {
         json.replacing("<", with: "\\u003c")
     }
 
-    /// A JSON string literal.
+    /// A JSON string literal (the one quoter, HeapGenJSON's).
     static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for c in s.unicodeScalars {
-            switch c {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if c.value < 0x20 { out += "\\u00" + (c.value < 16 ? "0" : "") + String(c.value, radix: 16) }
-                else { out.unicodeScalars.append(c) }
-            }
-        }
-        return out + "\""
+        JSONWriter.quote(s)
     }
 }

@@ -1,4 +1,3 @@
-import HeapGenAnalysis
 import HeapGenTrace
 
 /// What the collector keeps about one segment so it can answer the program's

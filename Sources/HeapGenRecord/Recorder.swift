@@ -1,5 +1,4 @@
 import CHeapGenCollector
-import HeapGenReport
 import HeapGenTrace
 import HeapGenUnits
 #if canImport(Glibc)
@@ -23,8 +22,12 @@ public final class Recorder {
     /// programs), in the order they started.
     public private(set) var otherTracePaths: [String] = []
 
-    public init(options: RecordOptions) {
+    /// What the recorder needs from above the collector (control answers, symbol storing).
+    let services: any RecordServices
+
+    package init(options: RecordOptions, services: any RecordServices) {
         self.options = options
+        self.services = services
     }
 
     /// Runs the recording to its end. Never throws and never traps on
@@ -89,16 +92,19 @@ public final class Recorder {
         }
 
         let loop = RecordingLoop(listener: rendezvous.fd, rootPid: pid, rootPidfd: pidfd, paths: TracePaths(output: output),
-                                 options: options, rootExecutable: launcher.executablePath)
+                                 options: options, rootExecutable: launcher.executablePath,
+                                 responder: services.controlResponder)
         loop.socketEntry = "HEAPGEN_SOCK=" + socketPath
         loop.run()
         hg_set_forward_target(0)
 
         // Self-contained traces: each stores what its own stacks symbolicate to.
         var finished = loop.finished
-        var symbols: TraceSymbolStore.Outcome?
+        var symbols: SymbolStoreOutcome?
         if options.storeSymbols {
-            let outcome = TraceSymbolStore.store(in: finished)
+            let outcome = services.storeSymbols(in: finished.filter { $0.failure == nil }.map {
+                TraceSymbolInputs(path: $0.path, frameAddresses: $0.frameAddresses, modules: $0.modules)
+            })
             for i in finished.indices { if let size = outcome.sizes[finished[i].path] { finished[i].bytes = size } }
             for failure in outcome.failures {
                 printDiagnostic("warning: \(failure.path): symbols not stored in the trace (reports will symbolicate from the binaries): \(failure.reason)")
@@ -119,7 +125,7 @@ public final class Recorder {
     }
 
     /// One `key=value` line for benchmarks: the collector's own cost.
-    private func printStats(loop: RecordingLoop, startNanoseconds: UInt64, symbols: TraceSymbolStore.Outcome?) {
+    private func printStats(loop: RecordingLoop, startNanoseconds: UInt64, symbols: SymbolStoreOutcome?) {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         let seconds = Double(monotonicNanoseconds() - startNanoseconds) / 1e9

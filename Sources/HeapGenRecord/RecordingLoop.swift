@@ -1,5 +1,4 @@
 import CHeapGenCollector
-import HeapGenReport
 import HeapGenTrace
 import HeapGenUnits
 #if canImport(Glibc)
@@ -29,7 +28,7 @@ struct FinishedTrace {
     /// Bytes of the shim's arena in use at the end (stack nodes, names, modules), for `--stats`.
     var arenaBytes: UInt64 = 0
     /// With ``RecordOptions/storeSymbols``: the trace's distinct frame addresses and its
-    /// modules, symbolicated once the recording is over (``TraceSymbolStore``).
+    /// modules, symbolicated once the recording is over (``RecordServices/storeSymbols(in:)``).
     var frameAddresses: Set<UInt64> = []
     var modules: [ModuleRecord] = []
 }
@@ -133,7 +132,9 @@ final class RecordingLoop {
     private var pollOwners: [PollOwner] = []
     private var pollDirty = true
 
-    init(listener: Int32, rootPid: Int32, rootPidfd: Int32, paths: TracePaths, options: RecordOptions, rootExecutable: String) {
+    init(listener: Int32, rootPid: Int32, rootPidfd: Int32, paths: TracePaths, options: RecordOptions, rootExecutable: String,
+         responder: (any ControlResponder)?) {
+        drainer.controlChannel.responder = responder
         self.listener = listener
         self.rootPid = rootPid
         self.paths = paths
@@ -418,7 +419,9 @@ final class RecordingLoop {
         var buf = [CChar](repeating: 0, count: 64)
         let n = hg_read_proc_file(pid, "comm", &buf, buf.count - 1)
         guard n > 0 else { return "" }
-        return cString(buf).trimmingCharacters(in: .newlines)
+        var name = cString(buf)
+        while name.last == "\n" { name.removeLast() }
+        return name
     }
 
     private func dropPending(_ conn: Int32) {

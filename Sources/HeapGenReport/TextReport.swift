@@ -1,6 +1,7 @@
 // The one-screen text report.
 
 import HeapGenAnalysis
+import HeapGenTrace
 import HeapGenUnits
 import HeapGenSymbolication
 

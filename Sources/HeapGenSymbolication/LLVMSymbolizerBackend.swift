@@ -1,4 +1,7 @@
+// The llvm-symbolizer backend: one long-lived child, and the reading of its JSON replies.
+
 import Foundation
+import HeapGenJSON
 
 /// One long-lived `llvm-symbolizer` child, fed `"PATH" 0xVADDR` lines on stdin, answering one
 /// JSON object per line on stdout.
@@ -178,7 +181,7 @@ final class LLVMSymbolizerBackend: SymbolizerBackend {
     /// Parses one JSON reply line, e.g.
     /// `{"Address":"0x1190","ModuleName":"m","Symbol":[{"FunctionName":"f","FileName":"a.c","Line":7,"Column":3,…}]}`.
     static func parseReply(_ line: [UInt8], expecting address: UInt64) -> Reply {
-        guard let reply = JSONValue.parse(line), case .object = reply else { return .garbled }
+        guard let reply = JSONReader.value(line), case .object = reply else { return .garbled }
         guard let addressText = reply["Address"]?.string else { return .garbled }
         let hex = addressText.hasPrefix("0x") || addressText.hasPrefix("0X") ? addressText.dropFirst(2) : Substring(addressText)
         guard let replyAddress = UInt64(hex, radix: 16) else { return .garbled }

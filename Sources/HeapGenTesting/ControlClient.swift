@@ -1,6 +1,11 @@
+// The test side of the control channel: sends a request through the preload library's
+// `heapgen_control` and decodes the collector's answer (types in HeapGenControlProtocol).
+
 import CHeapGenTestingStart
 import Foundation
 import HeapGen
+import HeapGenControlProtocol
+import HeapGenJSON
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -71,41 +76,24 @@ enum ControlClient {
 
     /// Sends `request` and decodes the answer as `T`; failures become
     /// ``ControlError``s (not traced included).
-    static func ask<T: Decodable>(_ request: String, as type: T.Type) throws -> T {
+    static func ask<T: ControlAnswer>(_ request: String, as type: T.Type) throws -> T {
         switch send(request) {
         case .notTraced:
             throw ControlError.notTraced
         case .failed(let reason):
             throw ControlError.failed(reason)
         case .answer(let data):
-            if let error = try? JSONDecoder().decode(ErrorAnswer.self, from: data), !error.ok {
-                throw ControlError.failed("heapgen refused the request: \(error.error ?? "no reason given")")
+            let json = try? JSONReader.parse([UInt8](data))
+            if let json, let status = try? ControlStatusAnswer(json: json), !status.ok {
+                throw ControlError.failed("heapgen refused the request: \(status.error ?? "no reason given")")
             }
             do {
-                return try JSONDecoder().decode(T.self, from: data)
+                guard let json else { throw ControlProtocolError("not JSON") }
+                return try T(json: json)
             } catch {
                 throw ControlError.failed("unexpected answer from heapgen: \(String(decoding: data.prefix(300), as: UTF8.self))")
             }
         }
-    }
-
-    /// A JSON string literal.
-    static func quote(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            default:
-                if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
-            }
-        }
-        return out + "\""
-    }
-
-    private struct ErrorAnswer: Decodable {
-        var ok: Bool
-        var error: String?
     }
 }
 
@@ -119,61 +107,4 @@ enum ControlError: Error, CustomStringConvertible {
         case .failed(let reason): reason
         }
     }
-}
-
-// MARK: - Answers (see Sources/HeapGenRecord/ControlChannel.swift)
-
-/// A heapgen-report/1 frame.
-struct WireFrame: Decodable {
-    var function: String?
-    var shortFunction: String?
-    var file: String?
-    var line: Int?
-    var column: Int?
-    var module: String?
-    var address: String
-    var inlined: Bool?
-}
-
-/// A heapgen-report/1 finding.
-struct WireFinding: Decodable {
-    var kind: String
-    var typeName: String?
-    var frames: [WireFrame]
-    var userFrame: Int?
-    var cycles: Int
-    var cyclesWithGrowth: Int
-    var objectsPerCycle: [Int]
-    var bytesPerCycle: [Int]
-    var averageBytesPerCycle: Int
-    var survivingObjects: UInt64
-    var survivingBytes: UInt64
-}
-
-struct GrowthAnswer: Decodable {
-    var ok: Bool
-    var marks: Int
-    var cycles: Int
-    var judgedCycles: Int
-    var warmUp: Int
-    var toleratedMisses: Int
-    var findings: [WireFinding]
-    var notes: [String]
-}
-
-struct ObjectAnswer: Decodable {
-    var ok: Bool
-    var live: Bool
-    var allocation: UInt64?
-    var typeName: String?
-    var size: UInt64?
-    var generation: Int?
-    var generationLabel: String?
-    var previousMark: String?
-    var frames: [WireFrame]?
-    var userFrame: Int?
-}
-
-struct OKAnswer: Decodable {
-    var ok: Bool
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HeapGen
+import HeapGenControlProtocol
 
 extension HeapGen {
     /// Fails the test when `object` is still alive `within` after the call: the
@@ -75,10 +76,10 @@ final class DeallocationWatch {
     let clock = ContinuousClock()
     let start: ContinuousClock.Instant
     /// The answer while the object was certainly alive (we held it).
-    let first: ObjectAnswer
-    var last: ObjectAnswer
+    let first: ControlObjectAnswer
+    var last: ControlObjectAnswer
 
-    private init(address: UInt, site: CallSite, first: ObjectAnswer) {
+    private init(address: UInt, site: CallSite, first: ControlObjectAnswer) {
         self.address = address
         self.site = site
         self.start = clock.now
@@ -93,12 +94,12 @@ final class DeallocationWatch {
     static func start(_ object: AnyObject, site: CallSite) throws -> DeallocationWatch {
         try TestOutcome.requireHeapgen("expectDeallocation", at: site)
         let address = UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque())
-        var answer: ObjectAnswer?
+        var answer: ControlObjectAnswer?
         var failure: String?
         withExtendedLifetime(object) {
             do {
-                _ = try ControlClient.ask(#"{"op":"track"}"#, as: OKAnswer.self)
-                answer = try ControlClient.ask(Self.request(address), as: ObjectAnswer.self)
+                _ = try ControlClient.ask(ControlRequestText.simple(.track), as: ControlStatusAnswer.self)
+                answer = try ControlClient.ask(Self.request(address), as: ControlObjectAnswer.self)
             } catch ControlError.notTraced {
                 failure = nil
             } catch {
@@ -120,7 +121,7 @@ final class DeallocationWatch {
     }
 
     static func request(_ address: UInt) -> String {
-        #"{"op":"object","address":"0x"# + String(address, radix: 16) + #""}"#
+        ControlRequestText.object(address: address)
     }
 
     /// Seconds to wait before the next question, or nil once the deadline has passed.
@@ -134,9 +135,9 @@ final class DeallocationWatch {
 
     /// True once the watched block is freed (or its address holds another block).
     func isGone() throws -> Bool {
-        let answer: ObjectAnswer
+        let answer: ControlObjectAnswer
         do {
-            answer = try ControlClient.ask(Self.request(address), as: ObjectAnswer.self)
+            answer = try ControlClient.ask(Self.request(address), as: ControlObjectAnswer.self)
         } catch {
             TestOutcome.fail("heapgen: expectDeallocation lost the collector: \(error)", at: site)
             throw error

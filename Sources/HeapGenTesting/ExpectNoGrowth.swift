@@ -1,5 +1,6 @@
 import Foundation
 import HeapGen
+import HeapGenControlProtocol
 
 /// How much per-cycle growth ``HeapGen/expectNoGrowth(cycles:warmUp:tolerance:function:fileID:file:line:column:_:)``
 /// lets pass.
@@ -92,14 +93,13 @@ extension HeapGen {
         let labels = HeapGen.scopeLabels("expectNoGrowth",
                                          name: HeapGen.scopeName(function: function, fileID: fileID, line: line),
                                          cycles: cycles, warmUp: warmUp)
-        let begin = """
-            {"op":"begin","label":\(ControlClient.quote("\(fileID):\(line)")),"warmUp":\(warmUp),\
-            "toleratedMisses":\(tolerance.misses),"minBytesPerCycle":\(tolerance.bytesPerCycle),\
-            "minObjectsPerCycle":\(tolerance.objectsPerCycle)}
-            """
+        let begin = ControlRequestText.begin(
+            label: "\(fileID):\(line)",
+            options: GrowthOptions(warmUp: warmUp, toleratedMisses: tolerance.misses,
+                                   minBytesPerCycle: tolerance.bytesPerCycle, minObjectsPerCycle: tolerance.objectsPerCycle))
         do {
-            _ = try ControlClient.ask(#"{"op":"track"}"#, as: OKAnswer.self)
-            _ = try ControlClient.ask(begin, as: OKAnswer.self)
+            _ = try ControlClient.ask(ControlRequestText.simple(.track), as: ControlStatusAnswer.self)
+            _ = try ControlClient.ask(begin, as: ControlStatusAnswer.self)
         } catch ControlError.notTraced {
             try TestOutcome.skip("heapgen: expectNoGrowth needs the program to run under heapgen: \(TestOutcome.heapgenCommand)", at: site)
         } catch {
@@ -109,7 +109,7 @@ extension HeapGen {
 
         var finished = false
         defer {
-            if !finished { _ = ControlClient.send(#"{"op":"end"}"#) }
+            if !finished { _ = ControlClient.send(ControlRequestText.simple(.end)) }
         }
         // Native strings: mark() hands their bytes to the shim without copying.
         HeapGen.mark(labels[0])
@@ -119,9 +119,9 @@ extension HeapGen {
         }
         finished = true
 
-        let answer: GrowthAnswer
+        let answer: ControlGrowthAnswer
         do {
-            answer = try ControlClient.ask(#"{"op":"growth"}"#, as: GrowthAnswer.self)
+            answer = try ControlClient.ask(ControlRequestText.simple(.growth), as: ControlGrowthAnswer.self)
         } catch {
             TestOutcome.fail("heapgen: expectNoGrowth got no verdict: \(error)", at: site)
             return
@@ -134,7 +134,7 @@ extension HeapGen {
 
 /// The failure text of expectNoGrowth.
 enum GrowthMessage {
-    static func render(_ findings: [WireFinding], answer: GrowthAnswer) -> String {
+    static func render(_ findings: [ControlFinding], answer: ControlGrowthAnswer) -> String {
         let sites = findings.count == 1 ? "1 site" : "\(findings.count) sites"
         // Words that match the numbers: "every judged cycle" only when no site missed one.
         let misses = findings.map { max(0, $0.cycles - $0.cyclesWithGrowth) }.max() ?? 0
@@ -163,7 +163,7 @@ enum GrowthMessage {
         }.joined(separator: " ")
     }
 
-    static func name(of f: WireFinding) -> String {
+    static func name(of f: ControlFinding) -> String {
         if let type = f.typeName { return type }
         let frame = f.userFrame.flatMap { f.frames.indices.contains($0) ? f.frames[$0] : nil }
         if let function = frame?.shortFunction ?? frame?.function { return "malloc in \(function)" }
@@ -173,7 +173,7 @@ enum GrowthMessage {
 
 enum FrameText {
     /// Up to `count` frames from `start` (the first own-code frame), one per line.
-    static func lines(_ frames: [WireFrame], from start: Int?, count: Int, indent: String) -> String {
+    static func lines(_ frames: [ControlFrame], from start: Int?, count: Int, indent: String) -> String {
         guard !frames.isEmpty else { return "\n\(indent)(no stack recorded)" }
         let first = start.map { min(max(0, $0), frames.count - 1) } ?? 0
         var out = ""
@@ -183,7 +183,7 @@ enum FrameText {
         return out
     }
 
-    static func line(_ frame: WireFrame) -> String {
+    static func line(_ frame: ControlFrame) -> String {
         let function = frame.shortFunction ?? frame.function ?? frame.address
         var place = ""
         if let file = frame.file {

@@ -145,16 +145,6 @@ final class RobustnessTests: XCTestCase {
         XCTAssertEqual(LLVMSymbolizerBackend.parseReply([], expecting: 0), .garbled)
     }
 
-    func testMiniJSON() {
-        XCTAssertEqual(JSONValue.parse(Array(#"{"a":[1,-2.5e1,true,false,null],"b":"x\"\\\/\n\u00e9\ud83d\ude00"}"#.utf8)),
-                       .object([("a", .array([.number(1), .number(-25), .bool(true), .bool(false), .null])),
-                                ("b", .string("x\"\\/\n\u{e9}\u{1F600}"))]))
-        XCTAssertEqual(JSONValue.parse(Array(" [ ] ".utf8)), .array([]))
-        for bad in ["", "{", "{\"a\"}", "[1,]", "\"abc", "tru", "{\"a\":1}x", "\"\\ud83d\"", String(repeating: "[", count: 100)] {
-            XCTAssertNil(JSONValue.parse(Array(bad.utf8)), bad)
-        }
-    }
-
     /// Concurrent callers are serialized, each gets its own answers.
     func testConcurrentCallers() throws {
         let s = Symbolizer()

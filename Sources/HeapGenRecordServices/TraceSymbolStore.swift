@@ -1,5 +1,12 @@
+// Stores in each finished trace what its stacks symbolicate to, at the end of a recording
+// (the collector's "store symbols" hook, implemented above it).
+
+import HeapGenRecord
 import HeapGenSymbolication
 import HeapGenTrace
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// At the end of a recording, stores in each finished trace what its own stacks symbolicate
 /// to (``SymbolsRecord``), so that the trace reports and diffs the same after its binaries
@@ -12,20 +19,11 @@ import HeapGenTrace
 /// trace's `end` record by ``TraceSymbolAppender``. A trace that cannot be read or
 /// changed keeps working without stored symbols: reports then symbolicate from the files.
 enum TraceSymbolStore {
-    struct Outcome {
-        /// Addresses stored, over all traces.
-        var addresses = 0
-        /// New file sizes, by path.
-        var sizes: [String: UInt64] = [:]
-        /// Traces that could not get their symbols, and why.
-        var failures: [(path: String, reason: String)] = []
-        var nanoseconds: UInt64 = 0
-    }
-
-    static func store(in traces: [FinishedTrace], symbolizer: Symbolizer = Symbolizer()) -> Outcome {
+    /// `traces` are the ones written completely.
+    static func store(in traces: [TraceSymbolInputs], symbolizer: Symbolizer = Symbolizer()) -> SymbolStoreOutcome {
         let start = monotonicNanoseconds()
-        var outcome = Outcome()
-        for trace in traces where trace.failure == nil {
+        var outcome = SymbolStoreOutcome()
+        for trace in traces {
             do {
                 let records = symbols(addresses: trace.frameAddresses, modules: trace.modules, symbolizer: symbolizer)
                 guard !records.isEmpty else { continue }
@@ -105,4 +103,11 @@ enum TraceSymbolStore {
         }
         return low
     }
+}
+
+/// CLOCK_MONOTONIC nanoseconds (for `--stats`).
+private func monotonicNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
 }

@@ -1,0 +1,137 @@
+// What the collector needs from the modules above it (analysis, symbolication, reports),
+// as protocols it defines and the CLI fills in (HeapGenRecordServices): the collector
+// depends only on the trace format, its C half and the control protocol.
+
+import HeapGenControlProtocol
+import HeapGenTrace
+
+/// Everything the recorder is given from above.
+package protocol RecordServices: AnyObject {
+    /// Answers the control ops that need analysis, symbolication or report types.
+    var controlResponder: any ControlResponder { get }
+    /// Stores in each finished trace what its stacks symbolicate to (``RecordOptions/storeSymbols``).
+    func storeSymbols(in traces: [TraceSymbolInputs]) -> SymbolStoreOutcome
+}
+
+/// The analysis a growth session feeds (`begin` … marks … `growth`): heap events and
+/// marks in ring order, from the `begin` request on.
+package protocol GrowthAnalysis: AnyObject {
+    /// The options it was made with (a `growth` request may only repeat them).
+    var options: GrowthOptions { get }
+    func consume(_ record: TraceRecord)
+}
+
+/// A module load or unload, kept per segment with the ring position of its record, so
+/// answers can map a frame address to the module mapped at the time.
+package struct CollectorModuleEvent: Sendable {
+    package enum Kind: Sendable { case load, unload }
+    package var kind: Kind
+    package var loadBias: UInt64
+    /// The loaded module; nil for an unload.
+    package var module: ModuleRecord?
+    /// Ring position of the record.
+    package var recordIndex: UInt64
+    package var generation: Int
+
+    package init(kind: Kind, loadBias: UInt64, module: ModuleRecord?, recordIndex: UInt64, generation: Int) {
+        self.kind = kind
+        self.loadBias = loadBias
+        self.module = module
+        self.recordIndex = recordIndex
+        self.generation = generation
+    }
+}
+
+/// What a control answer may read of the segment it answers, at the request's position.
+package struct ControlSegmentView {
+    /// The segment's trace file.
+    package var tracePath: String
+    /// Swift type names by type id.
+    package var typeNames: [UInt32: String]
+    /// Module loads and unloads so far, in ring order.
+    package var moduleEvents: [CollectorModuleEvent]
+    /// The modules loaded now.
+    package var loadedModules: () -> [ModuleRecord]
+    /// The frame addresses of a stack id, read from the segment's arena now (innermost first).
+    package var readStack: (UInt32) -> [UInt64]
+}
+
+/// What the collector knows of a live block for the `object` answer.
+package struct ControlObjectFacts {
+    /// The address asked about.
+    package var address: UInt64
+    /// Nil when no live block starts at `address`.
+    package var block: Block?
+
+    package struct Block {
+        package var allocation: UInt64
+        package var typeName: String?
+        package var size: UInt64
+        package var generation: Int
+        package var generationLabel: String?
+        package var previousMark: String?
+        package var stack: UInt32
+    }
+}
+
+/// A growth session as the collector ends it.
+package struct ControlGrowthSession {
+    package var analysis: any GrowthAnalysis
+    package var label: String?
+    package var marks: Int
+}
+
+/// Answers the control ops that need what lies above the collector (see docs/control-protocol.md).
+package protocol ControlResponder: AnyObject {
+    /// A fresh growth analysis with `options` (`begin`).
+    func makeGrowthAnalysis(options: GrowthOptions) -> any GrowthAnalysis
+    /// The complete `object` answer text.
+    func objectAnswer(_ facts: ControlObjectFacts, segment: ControlSegmentView) -> Result<String, ControlProtocolError>
+    /// The complete `growth` answer text for a session (already ended unless `keep`).
+    func growthAnswer(_ session: ControlGrowthSession, segment: ControlSegmentView) -> Result<String, ControlProtocolError>
+}
+
+/// One finished trace's input to ``RecordServices/storeSymbols(in:)``.
+package struct TraceSymbolInputs {
+    package var path: String
+    /// Its distinct frame addresses.
+    package var frameAddresses: Set<UInt64>
+    /// Its module loads, in order.
+    package var modules: [ModuleRecord]
+}
+
+/// What storing symbols did, for warnings and `--stats`.
+package struct SymbolStoreOutcome {
+    /// Addresses stored, over all traces.
+    package var addresses = 0
+    /// New file sizes, by path.
+    package var sizes: [String: UInt64] = [:]
+    /// Traces that could not get their symbols, and why.
+    package var failures: [(path: String, reason: String)] = []
+    package var nanoseconds: UInt64 = 0
+
+    package init() {}
+}
+
+// MARK: - Names LiveTracker.swift uses
+
+// LiveTracker.swift (being replaced by the live-heap model) still spells these names from
+// HeapGenAnalysis; they resolve here so it compiles without that import.
+
+/// Module events as SegmentControl keeps them.
+typealias ModuleEvent = CollectorModuleEvent
+
+/// What LiveTracker's `GrowthSession(options:…)` is made from: the analysis the responder made.
+typealias AnalysisOptions = any GrowthAnalysis
+
+/// A growth session's analyzer: forwards to the injected ``GrowthAnalysis``.
+struct GenerationAnalyzer {
+    let analysis: any GrowthAnalysis
+
+    init(options analysis: any GrowthAnalysis) {
+        self.analysis = analysis
+    }
+
+    @inline(__always)
+    func consume(_ record: TraceRecord) { analysis.consume(record) }
+}

@@ -1,0 +1,175 @@
+// The control answers that need analysis, symbolication or report types: `object` (frames)
+// and growth sessions (`begin` … `growth`). Moved from the collector's ControlChannel,
+// which calls them through ControlResponder. See docs/control-protocol.md.
+
+import Foundation
+import HeapGenAnalysis
+import HeapGenControlProtocol
+import HeapGenRecord
+import HeapGenReport
+import HeapGenSymbolication
+import HeapGenTrace
+
+/// A growth session's generation analysis.
+final class SessionAnalysis: GrowthAnalysis {
+    /// Unchecked: fed one event at a time on the collector's one thread (a hot path).
+    @exclusivity(unchecked) var analyzer: GenerationAnalyzer
+    let options: GrowthOptions
+
+    init(options: GrowthOptions) {
+        self.options = options
+        analyzer = GenerationAnalyzer(options: AnalysisOptions(
+            warmUp: options.warmUp, toleratedMisses: options.toleratedMisses,
+            minBytesPerCycle: options.minBytesPerCycle, minObjectsPerCycle: options.minObjectsPerCycle))
+    }
+
+    @inline(__always)
+    func consume(_ record: TraceRecord) { analyzer.consume(record) }
+}
+
+/// Answers `object` and `growth` with heapgen-report/1 frames and findings.
+final class InTestAnswers: ControlResponder {
+    /// Created on the first answer that needs frames.
+    private var symbolizerStorage: Symbolizer?
+
+    private var symbolizer: Symbolizer {
+        if let symbolizerStorage { return symbolizerStorage }
+        let made = Symbolizer()
+        symbolizerStorage = made
+        return made
+    }
+
+    func makeGrowthAnalysis(options: GrowthOptions) -> any GrowthAnalysis {
+        SessionAnalysis(options: options)
+    }
+
+    private struct ObjectAnswer: Encodable {
+        var ok = true
+        var op = "object"
+        var address: String
+        var live: Bool
+        var allocation: UInt64?
+        var typeName: String?
+        var size: UInt64?
+        var generation: Int?
+        var generationLabel: String?
+        var previousMark: String?
+        var frames: [Report.Frame]?
+        var userFrame: Int?
+    }
+
+    func objectAnswer(_ facts: ControlObjectFacts, segment: ControlSegmentView) -> Result<String, ControlProtocolError> {
+        var answer = ObjectAnswer(address: Report.Frame.formatAddress(facts.address), live: false)
+        if let block = facts.block {
+            answer.live = true
+            answer.allocation = block.allocation
+            answer.typeName = block.typeName
+            answer.size = block.size
+            answer.generation = block.generation
+            answer.generationLabel = block.generationLabel
+            answer.previousMark = block.previousMark
+            let frames = symbolicate(segment.readStack(block.stack), loaded: segment.loadedModules())
+            answer.frames = frames
+            answer.userFrame = OwnCode.firstUserFrame(frames)
+        }
+        return Self.encode(answer)
+    }
+
+    private static func encode<T: Encodable>(_ value: T) -> Result<String, ControlProtocolError> {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            return .success(String(decoding: try encoder.encode(value), as: UTF8.self))
+        } catch {
+            return .failure(ControlProtocolError("cannot encode the answer: \(error)"))
+        }
+    }
+
+    /// The frames of `addresses` (a stack read from the arena now), symbolicated against the
+    /// modules loaded now. The one symbolication call of the control answers.
+    private func symbolicate(_ addresses: [UInt64], loaded: [ModuleRecord]) -> [Report.Frame] {
+        guard !addresses.isEmpty else { return [] }
+        var requests: [SymbolizationRequest] = []
+        var plan: [(request: Int?, address: UInt64)] = []
+        for address in addresses {
+            var found: ModuleRecord?
+            search: for module in loaded.reversed() {
+                for segment in module.segments {
+                    let start = module.loadBias &+ segment.vaddr
+                    if address >= start && address - start < segment.memsz {
+                        found = module
+                        break search
+                    }
+                }
+            }
+            guard let m = found else {
+                plan.append((nil, address))
+                continue
+            }
+            plan.append((requests.count, address))
+            requests.append(SymbolizationRequest(module: Module(path: m.path, buildID: m.buildID, loadBias: m.loadBias),
+                                                 address: address, isReturnAddress: true))
+        }
+        let answers = requests.isEmpty ? [] : symbolizer.symbolize(requests)
+        var out: [Report.Frame] = []
+        for step in plan {
+            guard let r = step.request, r < answers.count else {
+                out.append(Report.Frame(module: nil, address: step.address))
+                continue
+            }
+            for s in answers[r] {
+                out.append(Report.Frame(function: s.function, shortFunction: s.shortFunction, file: s.file,
+                                        line: s.line, column: s.column, module: s.module, address: s.address,
+                                        inlined: s.inlined))
+            }
+        }
+        return out
+    }
+
+    private struct GrowthAnswer: Encodable {
+        var ok = true
+        var op = "growth"
+        var label: String?
+        var marks: Int
+        var cycles: Int
+        var judgedCycles: Int
+        var warmUp: Int
+        var toleratedMisses: Int
+        var findings: [Report.Finding]
+        var notes: [String]
+    }
+
+    func growthAnswer(_ session: ControlGrowthSession, segment: ControlSegmentView) -> Result<String, ControlProtocolError> {
+        guard let analysisOfSession = session.analysis as? SessionAnalysis else {
+            return .failure(ControlProtocolError("the growth session was not started by this responder"))
+        }
+        let base = analysisOfSession.options
+        var analysis = analysisOfSession.analyzer.finish()
+        // The session's analyzer saw heap events and marks only: give it the
+        // definitions it needs for the findings (stacks from the arena, names,
+        // the module map as it is now).
+        var stacks: [UInt32: [UInt64]] = [:]
+        var positions: [UInt32: UInt64] = [:]
+        for finding in analysis.findings where finding.stackID != 0 && stacks[finding.stackID] == nil {
+            stacks[finding.stackID] = segment.readStack(finding.stackID)
+            positions[finding.stackID] = UInt64.max
+        }
+        analysis.stacks = stacks
+        analysis.stackRecordIndices = positions
+        analysis.modules = segment.moduleEvents.map {
+            ModuleEvent(kind: $0.kind == .load ? .load : .unload, loadBias: $0.loadBias, module: $0.module,
+                        recordIndex: $0.recordIndex, generation: $0.generation)
+        }
+        for i in analysis.findings.indices where analysis.findings[i].typeID != 0 {
+            analysis.findings[i].typeName = segment.typeNames[analysis.findings[i].typeID]
+        }
+        analysis.sites = []   // only the findings are symbolicated
+        analysis.notes.removeAll { $0.hasPrefix("No process record") || $0.hasPrefix("No end record") }
+        let report = ReportBuilder(symbolizer: symbolizer).build(analysis, trace: segment.tracePath)
+        let notes = report.notes.filter { !$0.hasPrefix("How the program ended") }
+        return Self.encode(GrowthAnswer(label: session.label, marks: session.marks, cycles: report.cycles,
+                                        judgedCycles: report.judgedCycles, warmUp: base.warmUp,
+                                        toleratedMisses: base.toleratedMisses, findings: report.findings,
+                                        notes: notes))
+    }
+}
