@@ -39,7 +39,6 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 #include "shim.h"
 #include "nextalloc.h"
 #include "unwind.h"
@@ -380,9 +379,7 @@ HG_EXPORT void heapgen_mark(const char *label)
         return;
     if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
         hg_thread_announce();
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    uint64_t ns = hg_clock_ns();
     if (label == NULL)
         label = "";
     size_t len = strnlen(label, 4000);

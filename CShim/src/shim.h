@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "heapgen_protocol.h"
+#include "heapgen_ring.h"
 
 #define HG_EXPORT   __attribute__((visibility("default")))
 #define HG_LIKELY(x)   __builtin_expect(!!(x), 1)
