@@ -30,13 +30,7 @@ void hg_control_fork_child(void)
 
 static int control_active(void)
 {
-    if (HG_UNLIKELY(g_hg_phase != 2)) {
-        if (g_hg_phase == 0)
-            hg_init_slow();
-        if (g_hg_phase != 2)
-            return 0;
-    }
-    return hg_guard == 0 && hg_same_process() && !g_hg.hdr->detached && g_hg.control != NULL &&
+    return hg_ready() && hg_guard == 0 && hg_same_process() && !g_hg.hdr->detached && g_hg.control != NULL &&
            g_hg.control_size > HG_CONTROL_REQUEST_BYTES;
 }
 

@@ -49,12 +49,8 @@
  * through, counted as lost. */
 static inline int active(void)
 {
-    if (HG_UNLIKELY(g_hg_phase != 2)) {
-        if (g_hg_phase == 0)
-            hg_init_slow();
-        if (g_hg_phase != 2)
-            return 0;
-    }
+    if (!hg_ready())
+        return 0;
     if (HG_UNLIKELY(hg_guard >= HG_MAX_NESTING)) {
         hg_record_lost();
         return 0;

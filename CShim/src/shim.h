@@ -84,6 +84,19 @@ static inline int hg_tracking(void)
 void hg_init_slow(void);
 void hg_detach(void);
 
+/* 1 once the shim is active (g_hg_phase 2); the first call in a process
+ * image sets it up. */
+static inline int hg_ready(void)
+{
+    if (HG_UNLIKELY(g_hg_phase != 2)) {
+        if (g_hg_phase == 0)
+            hg_init_slow();
+        if (g_hg_phase != 2)
+            return 0;
+    }
+    return 1;
+}
+
 /* transport.c */
 int   hg_transport_configure(void);
 pid_t hg_transport_collector_pid(void);
