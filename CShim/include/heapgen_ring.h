@@ -39,6 +39,7 @@
 #define HEAPGEN_RING_H
 
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 #include "heapgen_protocol.h"
 
@@ -100,6 +101,21 @@ HG_RING_INLINE void hg_ring_publish(hg_slot *s, uint64_t pos, uint32_t shift, ui
     s->ref = ref;
     s->aux = aux;
     __atomic_store_n(&s->seq, hg_ring_published_seq(pos, shift), __ATOMIC_RELEASE);
+}
+
+/* ----------------------------------------------------------------- blobs */
+
+/* Writes a blob at p, arena space the producer has reserved (8-aligned,
+ * bounds-checked by its caller): the header, then a[0..alen) and
+ * b[0..blen). `len_field` is the header's len (bytes, for strings and
+ * modules). Plain stores: the record that refers to the blob publishes it. */
+static inline void hg_blob_write(uint8_t *p, uint32_t tag, uint32_t len_field,
+                                 const void *a, uint32_t alen, const void *b, uint32_t blen)
+{
+    hg_blob_hdr bh = { len_field, tag };
+    memcpy(p, &bh, sizeof bh);
+    if (alen) memcpy(p + sizeof bh, a, alen);
+    if (blen) memcpy(p + sizeof bh + alen, b, blen);
 }
 
 /* ----------------------------------------------------------------- clock */

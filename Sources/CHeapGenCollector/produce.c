@@ -21,11 +21,8 @@ static uint32_t put_string(const hg_segment *seg, const char *s, uint32_t len)
     uint64_t off = __atomic_fetch_add(&header(seg)->arena_used, bytes, __ATOMIC_RELAXED);
     if (off < 8 || off > seg->arena_size || bytes > seg->arena_size - off || (off >> 3) > UINT32_MAX)
         return 0;
-    uint8_t *p = (uint8_t *)seg->arena + off;
-    hg_blob_hdr bh = { len + 1, HG_BLOB_STRING };
-    memcpy(p, &bh, sizeof bh);
-    memcpy(p + sizeof bh, s, len);
-    p[sizeof bh + len] = 0;
+    static const char nul = 0;
+    hg_blob_write((uint8_t *)seg->arena + off, HG_BLOB_STRING, len + 1, s, len, &nul, 1);
     return (uint32_t)(off >> 3);
 }
 
