@@ -177,7 +177,9 @@ enum hg_kind {
  *             CAS head pos -> pos+1, write the fields, store-release
  *             seq = 2L+1.
  *   consumer: at pos, if load-acquire seq == 2L+1, copy the slot; after a
- *             batch, store-release tail = next position to read. */
+ *             batch, store-release tail = next position to read.
+ * Both sides publish with heapgen_ring.h (the one producer implementation,
+ * and why each ordering is enough). */
 typedef struct hg_slot {
     uint64_t seq;        /* lap state, see below                                */
     uint64_t addr;

@@ -20,13 +20,6 @@ static pthread_mutex_t control_lock = PTHREAD_MUTEX_INITIALIZER;
 #define CONTROL_ALIVE_NS     (20 * 1000 * 1000ull)        /* 20 ms  */
 #define CONTROL_TIMEOUT_NS   (30ull * 1000 * 1000 * 1000) /* 30 s   */
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* A thread that forked while another held the lock: the child has no such
  * thread, so the lock starts afresh (the child has a new segment anyway). */
 void hg_control_fork_child(void)
@@ -37,13 +30,7 @@ void hg_control_fork_child(void)
 
 static int control_active(void)
 {
-    if (HG_UNLIKELY(g_hg_phase != 2)) {
-        if (g_hg_phase == 0)
-            hg_init_slow();
-        if (g_hg_phase != 2)
-            return 0;
-    }
-    return hg_guard == 0 && hg_same_process() && !g_hg.hdr->detached && g_hg.control != NULL &&
+    return hg_ready() && hg_guard == 0 && hg_same_process() && !g_hg.hdr->detached && g_hg.control != NULL &&
            g_hg.control_size > HG_CONTROL_REQUEST_BYTES;
 }
 
@@ -64,7 +51,7 @@ static long control_locked(const char *request, size_t len, char *response, size
     if (!hg_emit(HG_K_CONTROL, id, len, 0, (uint32_t)id))
         return -EPIPE;      /* collector gone while the ring was full */
 
-    uint64_t start = now_ns(), last_check = start;
+    uint64_t start = hg_clock_ns(), last_check = start;
     for (;;) {
         if (__atomic_load_n(&h->control_response_id, __ATOMIC_ACQUIRE) == id) {
             uint64_t n = __atomic_load_n(&h->control_response_len, __ATOMIC_RELAXED);
@@ -79,7 +66,7 @@ static long control_locked(const char *request, size_t len, char *response, size
         }
         if (__atomic_load_n(&h->detached, __ATOMIC_ACQUIRE))
             return -EPIPE;
-        uint64_t t = now_ns();
+        uint64_t t = hg_clock_ns();
         if (t - last_check > CONTROL_ALIVE_NS) {
             last_check = t;
             if (!hg_collector_alive()) {

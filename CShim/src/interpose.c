@@ -39,7 +39,6 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 #include "shim.h"
 #include "nextalloc.h"
 #include "unwind.h"
@@ -50,12 +49,8 @@
  * through, counted as lost. */
 static inline int active(void)
 {
-    if (HG_UNLIKELY(g_hg_phase != 2)) {
-        if (g_hg_phase == 0)
-            hg_init_slow();
-        if (g_hg_phase != 2)
-            return 0;
-    }
+    if (!hg_ready())
+        return 0;
     if (HG_UNLIKELY(hg_guard >= HG_MAX_NESTING)) {
         hg_record_lost();
         return 0;
@@ -380,9 +375,7 @@ HG_EXPORT void heapgen_mark(const char *label)
         return;
     if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
         hg_thread_announce();
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    uint64_t ns = hg_clock_ns();
     if (label == NULL)
         label = "";
     size_t len = strnlen(label, 4000);

@@ -11,10 +11,6 @@
 #include "shim.h"
 #include "unwind.h"
 
-extern HG_TLS const void *hg_swift_metadata;
-extern HG_TLS size_t hg_swift_size;
-extern HG_TLS const hg_unwind_start *hg_swift_start;
-
 void hg_record_alloc(uint32_t kind, void *p, size_t size, const hg_unwind_start *st)
 {
     if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))

@@ -26,20 +26,13 @@ HG_TLS uint32_t hg_thread_gen;
  * could have waited: a window of a few instructions). */
 static HG_TLS uint64_t hg_held;
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Waits until the collector has read position `pos - N`. Returns 0 when
  * the collector is gone. */
 static int wait_for_space(uint64_t pos)
 {
     hg_header *h = g_hg.hdr;
     const uint64_t slots = g_hg.ring_mask + 1;
-    uint64_t start = now_ns(), last_check = start;
+    uint64_t start = hg_clock_ns(), last_check = start;
     unsigned spins = 0;
     __atomic_fetch_add(&h->wait_count, 1, __ATOMIC_RELAXED);
     for (;;) {
@@ -64,7 +57,7 @@ static int wait_for_space(uint64_t pos)
             hg_detach();
             break;
         }
-        uint64_t t = now_ns();
+        uint64_t t = hg_clock_ns();
         if (t - last_check > 20000000ull) { /* every 20 ms */
             last_check = t;
             if (!hg_collector_alive()) {
@@ -73,7 +66,7 @@ static int wait_for_space(uint64_t pos)
             }
         }
     }
-    __atomic_fetch_add(&h->wait_ns, now_ns() - start, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&h->wait_ns, hg_clock_ns() - start, __ATOMIC_RELAXED);
     return !h->detached;
 }
 
@@ -84,14 +77,10 @@ int hg_emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t 
     const uint64_t mask = g_hg.ring_mask;
     const uint32_t shift = g_hg.ring_shift;
     const uint64_t held = hg_held;
-    uint64_t pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+    uint64_t pos = hg_ring_head(h);
 
     for (;;) {
-        /* The tail line changes once per collector batch: almost always a
-         * hit. Signed: a stale pos (another thread claimed it and the
-         * collector already read it) is behind the tail; the CAS then fails
-         * and reloads it. */
-        if (HG_UNLIKELY((int64_t)(pos - __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE)) > (int64_t)mask)) {
+        if (HG_UNLIKELY(!hg_ring_has_room(h, pos, mask))) {
             /* Nested in our own claimed slot at held-1: the collector
              * cannot get past it, so room at pos never comes if pos is a
              * whole lap beyond it. */
@@ -103,23 +92,17 @@ int hg_emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t 
                 __atomic_fetch_add(&h->lost_events, 1, __ATOMIC_RELAXED);
                 return 0;
             }
-            pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+            pos = hg_ring_head(h);
             continue;
         }
         hg_held = held ? held : pos + 1;
-        if (__atomic_compare_exchange_n(&h->head, &pos, pos + 1, 1,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-            hg_slot *s = &ring[pos & mask];
-            s->addr = addr;
-            s->size_kind = (size & HG_SIZE_MASK) | ((uint64_t)kind << HG_KIND_SHIFT);
-            s->ref = ref;
-            s->aux = aux;
-            __atomic_store_n(&s->seq, ((pos >> shift) << 1) + 1, __ATOMIC_RELEASE);
+        if (hg_ring_claim(h, &pos)) {
+            hg_ring_publish(&ring[pos & mask], pos, shift, kind, addr, size, ref, aux);
             hg_held = held;
             return 1;
         }
         hg_held = held;
-        /* CAS failure reloaded pos */
+        /* claim failure reloaded pos */
     }
 }
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "heapgen_protocol.h"
+#include "heapgen_ring.h"
 
 #define HG_EXPORT   __attribute__((visibility("default")))
 #define HG_LIKELY(x)   __builtin_expect(!!(x), 1)
@@ -83,6 +84,19 @@ static inline int hg_tracking(void)
 void hg_init_slow(void);
 void hg_detach(void);
 
+/* 1 once the shim is active (g_hg_phase 2); the first call in a process
+ * image sets it up. */
+static inline int hg_ready(void)
+{
+    if (HG_UNLIKELY(g_hg_phase != 2)) {
+        if (g_hg_phase == 0)
+            hg_init_slow();
+        if (g_hg_phase != 2)
+            return 0;
+    }
+    return 1;
+}
+
 /* transport.c */
 int   hg_transport_configure(void);
 pid_t hg_transport_collector_pid(void);
@@ -130,16 +144,22 @@ void hg_modules_fork_prepare(void);
 void hg_modules_fork_parent(void);
 void hg_modules_fork_child(void);
 
-/* control.c */
+/* control.c; heapgen_control is also the exported API (heapgen.h, where the
+ * program sees it weak): declared here as the shim's own, strong. */
 void hg_control_fork_child(void);
+long heapgen_control(const char *request, char *response, size_t capacity);
 
-/* swift.c */
+/* swift.c. swift_allocObject leaves the object's metadata, size and
+ * unwind start here for the malloc it is about to call (record.c). */
+struct hg_unwind_start;
+extern HG_TLS const void *hg_swift_metadata;
+extern HG_TLS size_t hg_swift_size;
+extern HG_TLS const struct hg_unwind_start *hg_swift_start;
 uint32_t hg_swift_type_id(const void *metadata);        /* may name it: slow path */
 uint32_t hg_swift_type_id_cached(const void *metadata); /* cache only, else 0     */
 void     hg_swift_reset(void);
 
 /* record.c: the shared tail of every interposed allocation. */
-struct hg_unwind_start;
 void hg_record_alloc(uint32_t kind, void *p, size_t size, const struct hg_unwind_start *st);
 void hg_record_free(uint32_t kind, void *p);
 /* An allocation or free that cannot be recorded (nesting too deep): counted. */

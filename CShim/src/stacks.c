@@ -126,11 +126,7 @@ uint32_t hg_arena_put(uint32_t tag, const void *a, uint32_t alen,
     uint64_t off = arena_reserve(sizeof(hg_blob_hdr) + (uint64_t)alen + blen);
     if (off == 0)
         return 0;
-    uint8_t *p = g_hg.arena + off;
-    hg_blob_hdr bh = { len_field, tag };
-    memcpy(p, &bh, sizeof bh);
-    if (alen) memcpy(p + sizeof bh, a, alen);
-    if (blen) memcpy(p + sizeof bh + alen, b, blen);
+    hg_blob_write(g_hg.arena + off, tag, len_field, a, alen, b, blen);
     return (uint32_t)(off >> 3);
 }
 

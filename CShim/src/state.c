@@ -335,7 +335,6 @@ void hg_init_slow(void)
     hg_guard--;
 }
 
-long heapgen_control(const char *request, char *response, size_t capacity);
 /* No crtbegin here (-nostartfiles), so no __dso_handle for atexit(): register directly. */
 extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 

@@ -37,13 +37,6 @@ typedef struct root_region {
     int allocator;
 } root_region;
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static inline uint64_t block_end(const scan_state *s, size_t i)
 {
     uint64_t size = s->sizes[i] ? s->sizes[i] : 1;
@@ -110,7 +103,7 @@ static int scan_range(scan_state *s, uint64_t start, uint64_t end)
         if (len > SCAN_CHUNK) len = SCAN_CHUNK;
         len &= ~7ull;
         if (s->r->scanned_bytes + len > s->max_bytes) { s->r->aborted = 1; return -1; }
-        if (mono_ns() > s->deadline) { s->r->aborted = 2; return -1; }
+        if (hg_clock_ns() > s->deadline) { s->r->aborted = 2; return -1; }
         struct iovec local = { s->buf, (size_t)len };
         struct iovec remote = { (void *)(uintptr_t)start, (size_t)len };
         ssize_t got = process_vm_readv(s->pid, &local, 1, &remote, 1, 0);
@@ -163,7 +156,7 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
                  uint64_t requester_sp, hg_scan_result *result)
 {
     memset(result, 0, sizeof *result);
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = hg_clock_ns();
     scan_state s = { 0 };
     s.pid = pid;
     s.addrs = addrs;
@@ -192,7 +185,7 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
         free(s.work);
         free(s.buf);
         free(threads);
-        result->elapsed_ns = mono_ns() - t0;
+        result->elapsed_ns = hg_clock_ns() - t0;
         return -1;
     }
 
@@ -223,7 +216,7 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
         free(threads);
         free(s.work);
         free(s.buf);
-        result->elapsed_ns = mono_ns() - t0;
+        result->elapsed_ns = hg_clock_ns() - t0;
         return -1;
     }
 
@@ -339,7 +332,7 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
     free(threads);
     free(s.work);
     free(s.buf);
-    result->elapsed_ns = mono_ns() - t0;
+    result->elapsed_ns = hg_clock_ns() - t0;
     return rc == 0 && result->error == 0 && result->aborted == 0 ? 0 : -1;
 }
 

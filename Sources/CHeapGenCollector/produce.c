@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "CHeapGenCollector.h"
 
@@ -22,30 +21,22 @@ static uint32_t put_string(const hg_segment *seg, const char *s, uint32_t len)
     uint64_t off = __atomic_fetch_add(&header(seg)->arena_used, bytes, __ATOMIC_RELAXED);
     if (off < 8 || off > seg->arena_size || bytes > seg->arena_size - off || (off >> 3) > UINT32_MAX)
         return 0;
-    uint8_t *p = (uint8_t *)seg->arena + off;
-    hg_blob_hdr bh = { len + 1, HG_BLOB_STRING };
-    memcpy(p, &bh, sizeof bh);
-    memcpy(p + sizeof bh, s, len);
-    p[sizeof bh + len] = 0;
+    static const char nul = 0;
+    hg_blob_write((uint8_t *)seg->arena + off, HG_BLOB_STRING, len + 1, s, len, &nul, 1);
     return (uint32_t)(off >> 3);
 }
 
 /* Claims the next ring position if its slot is free; never waits (the
  * caller may be the ring's own consumer). */
-static int claim_and_publish(const hg_segment *seg, uint64_t kind, uint64_t size, uint32_t ref, uint32_t aux)
+static int claim_and_publish(const hg_segment *seg, uint32_t kind, uint64_t size, uint32_t ref, uint32_t aux)
 {
     hg_header *h = header(seg);
-    uint64_t pos = __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+    uint64_t pos = hg_ring_head(h);
     for (int tries = 0; tries < 1000; tries++) {
-        if ((int64_t)(pos - __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE)) >= (int64_t)seg->ring_slots)
+        if (!hg_ring_has_room(h, pos, seg->ring_mask))
             return -EAGAIN;                 /* full: drain first, then retry */
-        if (__atomic_compare_exchange_n(&h->head, &pos, pos + 1, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-            hg_slot *s = &seg->ring[pos & seg->ring_mask];
-            s->addr = 0;
-            s->size_kind = (size & HG_SIZE_MASK) | (kind << HG_KIND_SHIFT);
-            s->ref = ref;
-            s->aux = aux;
-            __atomic_store_n(&s->seq, ((pos >> seg->ring_shift) << 1) + 1, __ATOMIC_RELEASE);
+        if (hg_ring_claim(h, &pos)) {
+            hg_ring_publish(&seg->ring[pos & seg->ring_mask], pos, seg->ring_shift, kind, 0, size, ref, aux);
             return 0;
         }
     }
@@ -58,10 +49,7 @@ int hg_produce_mark(const hg_segment *seg, const char *label, uint32_t origin)
         return -EINVAL;
     size_t len = strnlen(label ? label : "", 4000);
     uint32_t ref = put_string(seg, label ? label : "", (uint32_t)len);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    return claim_and_publish(seg, HG_K_MARK, ns, ref, origin);
+    return claim_and_publish(seg, HG_K_MARK, hg_clock_ns(), ref, origin);
 }
 
 int hg_segment_attach(int fd, hg_segment *seg, char *errbuf, size_t errlen)

@@ -1,18 +1,26 @@
 /* The consumer side of the ring (heapgen_protocol.h, "hg_slot"), and the
  * checks that keep a target which scribbles on its own segment from making
  * the collector wait forever: the collector's own tail is the truth, the
- * shared head and slot sequence words must agree with it. */
+ * shared head and slot sequence words must agree with it. The producers'
+ * side, and the memory-ordering pairs between the two, are in
+ * heapgen_ring.h. */
 #include "CHeapGenCollector.h"
 
 static inline uint64_t published(const hg_segment *seg, uint64_t pos) {
-    return ((pos >> seg->ring_shift) << 1) + 1; /* 2L+1 */
+    return hg_ring_published_seq(pos, seg->ring_shift);
 }
 
-/* The value a slot holds before position pos is published: the previous
- * lap's published value, or 0 (a fresh, zero-filled memfd) in lap 0. */
 static inline uint64_t unpublished(const hg_segment *seg, uint64_t pos) {
-    uint64_t lap = pos >> seg->ring_shift;
-    return lap == 0 ? 0 : (lap << 1) - 1;
+    return hg_ring_unpublished_seq(pos, seg->ring_shift);
+}
+
+/* Copies a published slot; seq carries the ring position instead. */
+static inline void copy_slot(hg_slot *o, const hg_slot *s, uint64_t pos) {
+    o->seq = pos;
+    o->addr = s->addr;
+    o->size_kind = s->size_kind;
+    o->ref = s->ref;
+    o->aux = s->aux;
 }
 
 static size_t copy_published(const hg_segment *seg, uint64_t *tail, hg_slot *out, size_t max, int store) {
@@ -24,12 +32,7 @@ static size_t copy_published(const hg_segment *seg, uint64_t *tail, hg_slot *out
         hg_slot *s = &ring[pos & mask];
         const uint64_t want = published(seg, pos);
         if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != want) break;
-        hg_slot *o = &out[n];
-        o->seq = pos;
-        o->addr = s->addr;
-        o->size_kind = s->size_kind;
-        o->ref = s->ref;
-        o->aux = s->aux;
+        copy_slot(&out[n], s, pos);
         pos++;
         n++;
     }
@@ -89,12 +92,7 @@ size_t hg_drain_final(const hg_segment *seg, uint64_t *tail, uint64_t limit,
         hg_slot *s = &ring[pos & mask];
         const uint64_t want = published(seg, pos);
         if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) == want) {
-            hg_slot *o = &out[n++];
-            o->seq = pos;
-            o->addr = s->addr;
-            o->size_kind = s->size_kind;
-            o->ref = s->ref;
-            o->aux = s->aux;
+            copy_slot(&out[n++], s, pos);
         } else {
             (*torn)++; /* claimed by a producer that never published it */
         }

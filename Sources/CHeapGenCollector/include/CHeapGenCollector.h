@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "heapgen_protocol.h"
+#include "heapgen_ring.h"  /* the producer side, shared with the shim; sequence words */
 
 #ifdef __cplusplus
 extern "C" {

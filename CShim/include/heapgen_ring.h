@@ -1,0 +1,135 @@
+/*
+ * heapgen_ring.h — publishing into the shared ring (heapgen_protocol.h,
+ * "hg_slot"), one implementation for every producer: the shim inside the
+ * program (CShim/src/ring.c) and the collector when it writes records of
+ * its own into a program's ring (Sources/CHeapGenCollector/produce.c); the
+ * consumer (Sources/CHeapGenCollector/ring.c) shares the sequence words.
+ *
+ * A producer publishes a record in three steps:
+ *
+ *   uint64_t pos = hg_ring_head(h);
+ *   for (;;) {
+ *       if (!hg_ring_has_room(h, pos, mask)) { ...wait or give up...; continue; }
+ *       if (hg_ring_claim(h, &pos)) break;       // else pos was reloaded
+ *   }
+ *   hg_ring_publish(&ring[pos & mask], pos, shift, kind, addr, size, ref, aux);
+ *
+ * The steps are separate because the shim does work of its own between
+ * them (it notes the position it is about to hold, for signal handlers
+ * nested in it), and only the shim may wait for room.
+ *
+ * Memory ordering, and why each is enough:
+ *   head   relaxed load, relaxed CAS. The head only hands out distinct
+ *          positions; nothing is read through it, so it needs no order.
+ *   tail   acquire load (producer), release store (consumer). The
+ *          consumer's reads of a slot happen before it moves the tail past
+ *          it, and a producer that sees that tail may overwrite the slot
+ *          for the next lap: without the pair the new fields could land
+ *          in the consumer's copy of the old record.
+ *   seq    release store (producer), acquire load (consumer). The one
+ *          publication: the consumer that sees seq == 2L+1 sees every
+ *          field written before it. The fields themselves are plain stores.
+ * No other atomic is involved: a record costs one CAS and one store.
+ *
+ * Header-only (static inline): the shim's hot path keeps everything
+ * inlined, and each side compiles it with its own flags. Plain C11 plus GCC
+ * __atomic builtins, no allocation, async-signal-safe.
+ */
+#ifndef HEAPGEN_RING_H
+#define HEAPGEN_RING_H
+
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include "heapgen_protocol.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HG_RING_INLINE static inline __attribute__((always_inline))
+
+/* ------------------------------------------------------------- sequences */
+
+/* slot.seq once position pos (lap L = pos >> shift) is published: 2L+1. */
+HG_RING_INLINE uint64_t hg_ring_published_seq(uint64_t pos, uint32_t shift)
+{
+    return ((pos >> shift) << 1) + 1;
+}
+
+/* slot.seq before pos is published: the previous lap's published value, or
+ * 0 (a fresh, zero-filled memfd) in lap 0. */
+HG_RING_INLINE uint64_t hg_ring_unpublished_seq(uint64_t pos, uint32_t shift)
+{
+    uint64_t lap = pos >> shift;
+    return lap == 0 ? 0 : (lap << 1) - 1;
+}
+
+/* -------------------------------------------------------------- producer */
+
+/* The next position to claim, as a starting guess for hg_ring_claim. */
+HG_RING_INLINE uint64_t hg_ring_head(hg_header *h)
+{
+    return __atomic_load_n(&h->head, __ATOMIC_RELAXED);
+}
+
+/* 1 when position pos lies less than a ring (mask + 1 slots) ahead of the
+ * consumer's tail, so its slot has been read and may be written. Signed: a
+ * stale pos (another producer claimed it and the consumer already read it)
+ * is behind the tail; it has "room", and the claim then fails and reloads
+ * it. The tail's cache line changes once per consumer batch: almost always
+ * a hit. */
+HG_RING_INLINE int hg_ring_has_room(hg_header *h, uint64_t pos, uint64_t mask)
+{
+    return (int64_t)(pos - __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE)) <= (int64_t)mask;
+}
+
+/* Claims position *pos: 1 if it is ours now, 0 if another producer took it
+ * first (or the CAS failed spuriously), with *pos reloaded from the head. */
+HG_RING_INLINE int hg_ring_claim(hg_header *h, uint64_t *pos)
+{
+    return __atomic_compare_exchange_n(&h->head, pos, *pos + 1, 1,
+                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/* Fills the claimed slot s of position pos and publishes it. */
+HG_RING_INLINE void hg_ring_publish(hg_slot *s, uint64_t pos, uint32_t shift, uint32_t kind,
+                                    uint64_t addr, uint64_t size, uint32_t ref, uint32_t aux)
+{
+    s->addr = addr;
+    s->size_kind = (size & HG_SIZE_MASK) | ((uint64_t)kind << HG_KIND_SHIFT);
+    s->ref = ref;
+    s->aux = aux;
+    __atomic_store_n(&s->seq, hg_ring_published_seq(pos, shift), __ATOMIC_RELEASE);
+}
+
+/* ----------------------------------------------------------------- blobs */
+
+/* Writes a blob at p, arena space the producer has reserved (8-aligned,
+ * bounds-checked by its caller): the header, then a[0..alen) and
+ * b[0..blen). `len_field` is the header's len (bytes, for strings and
+ * modules). Plain stores: the record that refers to the blob publishes it. */
+static inline void hg_blob_write(uint8_t *p, uint32_t tag, uint32_t len_field,
+                                 const void *a, uint32_t alen, const void *b, uint32_t blen)
+{
+    hg_blob_hdr bh = { len_field, tag };
+    memcpy(p, &bh, sizeof bh);
+    if (alen) memcpy(p + sizeof bh, a, alen);
+    if (blen) memcpy(p + sizeof bh + alen, b, blen);
+}
+
+/* ----------------------------------------------------------------- clock */
+
+/* CLOCK_MONOTONIC in ns: the clock of HG_K_MARK records (size), whichever
+ * side writes them, and of every wait and deadline on either side. */
+static inline uint64_t hg_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HEAPGEN_RING_H */

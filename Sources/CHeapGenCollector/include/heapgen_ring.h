@@ -1,0 +1,1 @@
+../../../CShim/include/heapgen_ring.h
