@@ -18,9 +18,9 @@ final class Segment {
     /// Next ring position to consume.
     var tail: UInt64 = 0
     /// Stack refs already defined in the trace (a stack's trace id is its ref).
-    let stacks = SparseBitset()
+    var stacks = IdSet()
     /// Type ids already defined in the trace.
-    let types = SparseBitset()
+    var types = IdSet()
 
     /// Allocations whose stack blob was invalid (recorded with stack 0).
     var badStacks: UInt64 = 0

@@ -1,0 +1,290 @@
+// The one live-heap model: address → live block, and the one realloc rule every replay of
+// heap events (summary, analyzer, diff replay, collector) applies.
+
+/// A heap event as a ``LiveHeap`` applies it; `Block` is the record the consumer keeps
+/// about a block it allocates.
+package enum LiveHeapEvent<Block> {
+    /// An allocation (or a block inherited at a fork) returned `address`.
+    case allocation(address: UInt64, block: Block)
+    /// `free` (or any deallocation but realloc's) of `address`.
+    case free(address: UInt64)
+    /// The free-half of a `realloc(address, …)`: the realloc may still fail.
+    case reallocFree(address: UInt64)
+    /// The realloc that freed `address` failed: the block is live again.
+    case reallocUndo(address: UInt64)
+}
+
+/// What one ``LiveHeap/apply(_:)`` did to the live heap.
+package struct LiveHeapChange<Block> {
+    /// The block that stopped being live: freed, or replaced by a block at the same address.
+    package var removed: Block?
+    /// The block that became live: allocated, or brought back by a reallocUndo.
+    package var added: Block?
+    /// Free: the address was live. reallocUndo: a pending realloc of the address was found.
+    /// Allocation: always true.
+    package var matched: Bool
+
+    @inlinable
+    package init(removed: Block?, added: Block?, matched: Bool) {
+        self.removed = removed
+        self.added = added
+        self.matched = matched
+    }
+}
+
+/// The live blocks of one traced process by address, with the blocks set aside by reallocs
+/// that may still fail. One model for every replay of heap events (``TraceSummary``, the
+/// generation analyzer, the diff replay, the collector's live tracking), so they all agree.
+///
+/// **Table.** Open addressing with linear probing and backward-shift deletion (no
+/// tombstones), one slot of 8 bytes + `Block` per entry, at most 3/4 full: memory is
+/// proportional to the peak number of live blocks, never to the number of events. Key 0
+/// marks an empty slot; a block at address 0 is kept aside. `Block` is the consumer's
+/// record (size, stack, site, generation... as it needs): plain integers only, since empty
+/// slots are all-zero bytes.
+///
+/// **The realloc rule** (``apply(_:)``, the one way events change the heap):
+/// - `reallocFree(p)` of a live `p` removes the block and sets it aside as *pending*; of
+///   an address that is not live, it drops any stale pending entry of `p` (this realloc's
+///   undo must not revive an older block).
+/// - `reallocUndo(p)` makes the pending block of `p` live again (replacing any block live
+///   at `p`); with none pending it changes nothing (`matched` false).
+/// - `allocation(p)` drops any pending entry of `p` (the realloc that freed `p` succeeded,
+///   since `p` was handed out again) and replaces any block live at `p`.
+/// - Events carry no thread, so a realloc that moved its block cannot be paired with the
+///   block it freed: when more than ``maxPendingReallocs`` are pending (moved blocks never
+///   reused, `realloc(p, 0)`), the older half is dropped. An undo follows its own free
+///   closely, so only stale entries go.
+package final class LiveHeap<Block: BitwiseCopyable> {
+    @usableFromInline
+    struct Slot {
+        @usableFromInline var key: UInt64
+        @usableFromInline var block: Block
+    }
+
+    /// A block set aside by a realloc's free, with the order of that free.
+    @usableFromInline
+    struct Pending {
+        @usableFromInline var block: Block
+        @usableFromInline var serial: UInt64
+
+        @inlinable
+        init(block: Block, serial: UInt64) {
+            self.block = block
+            self.serial = serial
+        }
+    }
+
+    @usableFromInline var slots: UnsafeMutablePointer<Slot>
+    @usableFromInline var capacity: Int
+    @usableFromInline var mask: Int
+    @usableFromInline var shift: UInt64
+    /// The block at address 0, kept aside (key 0 marks empty slots).
+    @usableFromInline var zero: Block?
+    @usableFromInline var pending: [UInt64: Pending] = [:]
+    @usableFromInline var pendingSerial: UInt64 = 0
+    /// Live blocks.
+    package private(set) var count = 0
+
+    /// Pending reallocs kept before the older half is dropped.
+    package static var maxPendingReallocs: Int { 4096 }
+
+    /// An empty heap with room for about `initial` blocks before it grows.
+    package init(capacity initial: Int = 1024) {
+        var c = 16
+        while c < initial { c &*= 2 }
+        capacity = c
+        mask = c &- 1
+        shift = UInt64(64 &- c.trailingZeroBitCount)
+        slots = Self.allocateZeroed(c)
+    }
+
+    deinit {
+        slots.deallocate()
+    }
+
+    /// `n` slots of zero bytes: all empty (a zero key), whatever `Block` is.
+    @usableFromInline
+    static func allocateZeroed(_ n: Int) -> UnsafeMutablePointer<Slot> {
+        let raw = UnsafeMutableRawPointer.allocate(byteCount: n * MemoryLayout<Slot>.stride,
+                                                   alignment: MemoryLayout<Slot>.alignment)
+        raw.initializeMemory(as: UInt8.self, repeating: 0, count: n * MemoryLayout<Slot>.stride)
+        return raw.bindMemory(to: Slot.self, capacity: n)
+    }
+
+    /// A deep copy (for copy-on-write of a value type that holds the heap).
+    package func copy() -> LiveHeap {
+        let other = LiveHeap(capacity: capacity)
+        other.slots.update(from: slots, count: capacity)
+        other.zero = zero
+        other.count = count
+        other.pending = pending
+        other.pendingSerial = pendingSerial
+        return other
+    }
+
+    /// Blocks set aside by reallocs that may still fail (stale ones included).
+    package var pendingCount: Int { pending.count }
+
+    // MARK: The realloc rule
+
+    /// Applies one heap event by the realloc rule (see the type's documentation).
+    @inlinable @inline(__always)
+    package func apply(_ event: LiveHeapEvent<Block>) -> LiveHeapChange<Block> {
+        switch event {
+        case let .allocation(address, block):
+            if !pending.isEmpty { pending.removeValue(forKey: address) }
+            return LiveHeapChange(removed: insert(address, block), added: block, matched: true)
+        case let .free(address):
+            let old = remove(address)
+            return LiveHeapChange(removed: old, added: nil, matched: old != nil)
+        case let .reallocFree(address):
+            guard let old = remove(address) else {
+                if !pending.isEmpty { pending.removeValue(forKey: address) }
+                return LiveHeapChange(removed: nil, added: nil, matched: false)
+            }
+            setAside(address, old)
+            return LiveHeapChange(removed: old, added: nil, matched: true)
+        case let .reallocUndo(address):
+            guard let kept = pending.removeValue(forKey: address) else {
+                return LiveHeapChange(removed: nil, added: nil, matched: false)
+            }
+            return LiveHeapChange(removed: insert(address, kept.block), added: kept.block, matched: true)
+        }
+    }
+
+    @inlinable
+    func setAside(_ address: UInt64, _ block: Block) {
+        pending[address] = Pending(block: block, serial: pendingSerial)
+        pendingSerial &+= 1
+        if pending.count > Self.maxPendingReallocs { dropOlderPendingHalf() }
+    }
+
+    @usableFromInline
+    func dropOlderPendingHalf() {
+        let serials = pending.values.map(\.serial).sorted()
+        let cutoff = serials[serials.count / 2]
+        pending = pending.filter { $0.value.serial >= cutoff }
+    }
+
+    // MARK: The table
+
+    @inlinable @inline(__always)
+    func home(_ key: UInt64) -> Int {
+        Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) &>> shift)
+    }
+
+    /// Inserts or replaces, outside the realloc rule; returns the block that was live at `address`.
+    @inlinable @inline(__always) @discardableResult
+    package func insert(_ address: UInt64, _ block: Block) -> Block? {
+        if address == 0 {
+            let old = zero
+            zero = block
+            if old == nil { count &+= 1 }
+            return old
+        }
+        let s = slots
+        var i = home(address)
+        while true {
+            let k = s[i].key
+            if k == address {
+                let old = s[i].block
+                s[i].block = block
+                return old
+            }
+            if k == 0 { break }
+            i = (i &+ 1) & mask
+        }
+        s[i] = Slot(key: address, block: block)
+        count &+= 1
+        if count &* 4 > capacity &* 3 { grow() }
+        return nil
+    }
+
+    /// Removes the block at `address`, outside the realloc rule; returns it if it was live.
+    @inlinable @inline(__always) @discardableResult
+    package func remove(_ address: UInt64) -> Block? {
+        if address == 0 {
+            let old = zero
+            zero = nil
+            if old != nil { count &-= 1 }
+            return old
+        }
+        let s = slots
+        let m = mask
+        var i = home(address)
+        while true {
+            let k = s[i].key
+            if k == address { break }
+            if k == 0 { return nil }
+            i = (i &+ 1) & m
+        }
+        let old = s[i].block
+        count &-= 1
+        // Backward-shift deletion: pull later entries of the cluster into the hole.
+        var hole = i
+        var j = i
+        while true {
+            j = (j &+ 1) & m
+            let k = s[j].key
+            if k == 0 { break }
+            let h = home(k)
+            // k stays if its home lies cyclically in (hole, j].
+            let stays = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j)
+            if stays { continue }
+            s[hole] = s[j]
+            hole = j
+        }
+        s[hole].key = 0
+        return old
+    }
+
+    /// Loads the home slot of `address` (to bring it into the cache ahead of use); returns its key.
+    @inlinable @inline(__always)
+    package func touch(_ address: UInt64) -> UInt64 {
+        slots[home(address)].key
+    }
+
+    /// The block live at `address`, if any.
+    @inlinable
+    package func lookup(_ address: UInt64) -> Block? {
+        if address == 0 { return zero }
+        var i = home(address)
+        while true {
+            let k = slots[i].key
+            if k == address { return slots[i].block }
+            if k == 0 { return nil }
+            i = (i &+ 1) & mask
+        }
+    }
+
+    /// True if a block is live at `address`.
+    @inlinable
+    package func contains(_ address: UInt64) -> Bool {
+        lookup(address) != nil
+    }
+
+    /// Calls `body` for every live block (in no particular order).
+    @inlinable
+    package func forEach(_ body: (UInt64, Block) throws -> Void) rethrows {
+        if let zero { try body(0, zero) }
+        for i in 0..<capacity where slots[i].key != 0 {
+            try body(slots[i].key, slots[i].block)
+        }
+    }
+
+    @usableFromInline
+    func grow() {
+        let old = slots, oldCapacity = capacity
+        capacity = oldCapacity &* 2
+        mask = capacity &- 1
+        shift = UInt64(64 &- capacity.trailingZeroBitCount)
+        slots = Self.allocateZeroed(capacity)
+        for s in 0..<oldCapacity where old[s].key != 0 {
+            var i = home(old[s].key)
+            while slots[i].key != 0 { i = (i &+ 1) & mask }
+            slots[i] = old[s]
+        }
+        old.deallocate()
+    }
+}
