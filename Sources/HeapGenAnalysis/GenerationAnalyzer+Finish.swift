@@ -111,7 +111,6 @@ extension GenerationAnalyzer {
         var indirectObjects = [Int](repeating: 0, count: unreachable == nil ? 0 : sites.count)
         var indirectBytes = [Int](repeating: 0, count: unreachable == nil ? 0 : sites.count)
         var ownerSites: [Int: Set<Int>] = [:]
-        let finalGeneration = generation
         table.forEach { address, block in
             let size = Int(truncatingIfNeeded: block.size)
             if block.epoch < limit {
