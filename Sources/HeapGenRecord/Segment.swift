@@ -61,7 +61,8 @@ final class Segment {
     }
 
     /// The live heap from the first event on, kept while forked children are
-    /// followed: the collector's own, apart from the program's control requests.
+    /// followed: the collector's own. With `--leaks` (not in a forked child) it is also
+    /// the control channel's tracker until the program sends `untrack`.
     var liveHeap: LiveTracker?
     /// Frames of the stacks this image inherited at its fork (ids from ``InheritedHeap/firstID``).
     var inheritedFrames: [UInt32: [UInt64]] = [:]
