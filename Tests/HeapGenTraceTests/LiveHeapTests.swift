@@ -198,6 +198,60 @@ final class LiveHeapTests: XCTestCase {
         XCTAssertFalse(heap.apply(.reallocUndo(address: 1 << 8)).matched)
         XCTAssertEqual(heap.count, 1)
     }
+
+    /// The rule against a plain-dictionary reference of it, on random events over few
+    /// addresses, with enough realloc frees to overflow the pending bound many times.
+    func testTheRuleAgainstAReference() {
+        let heap = Heap(capacity: 16)
+        var live: [UInt64: TestBlock] = [:]
+        var pending: [UInt64: (block: TestBlock, serial: UInt64)] = [:]
+        var serial: UInt64 = 0
+        var rng = SeededRandom(seed: 21)
+        for step in 0..<300_000 {
+            let address = (rng.next() % 20_000) << 4
+            let expected: LiveHeapChange<TestBlock>
+            let change: LiveHeapChange<TestBlock>
+            switch rng.next() % 8 {
+            case 0, 1, 2:
+                let b = block(rng.next() % 1000, UInt32(step))
+                pending[address] = nil
+                expected = LiveHeapChange(removed: live.updateValue(b, forKey: address), added: b, matched: true)
+                change = heap.apply(.allocation(address: address, block: b))
+            case 3:
+                let old = live.removeValue(forKey: address)
+                expected = LiveHeapChange(removed: old, added: nil, matched: old != nil)
+                change = heap.apply(.free(address: address))
+            case 4, 5, 6:
+                if let old = live.removeValue(forKey: address) {
+                    pending[address] = (old, serial)
+                    serial += 1
+                    if pending.count > Heap.maxPendingReallocs {
+                        let cutoff = pending.values.map(\.serial).sorted()[pending.count / 2]
+                        pending = pending.filter { $0.value.serial >= cutoff }
+                    }
+                    expected = LiveHeapChange(removed: old, added: nil, matched: true)
+                } else {
+                    pending[address] = nil
+                    expected = LiveHeapChange(removed: nil, added: nil, matched: false)
+                }
+                change = heap.apply(.reallocFree(address: address))
+            default:
+                if let kept = pending.removeValue(forKey: address) {
+                    expected = LiveHeapChange(removed: live.updateValue(kept.block, forKey: address), added: kept.block,
+                                              matched: true)
+                } else {
+                    expected = LiveHeapChange(removed: nil, added: nil, matched: false)
+                }
+                change = heap.apply(.reallocUndo(address: address))
+            }
+            XCTAssertEqual(change.removed, expected.removed, "step \(step)")
+            XCTAssertEqual(change.added, expected.added, "step \(step)")
+            XCTAssertEqual(change.matched, expected.matched, "step \(step)")
+            XCTAssertEqual(heap.count, live.count, "step \(step)")
+            XCTAssertEqual(heap.pendingCount, pending.count, "step \(step)")
+            if change.removed != expected.removed || heap.pendingCount != pending.count { return }
+        }
+    }
 }
 
 final class IdSetTests: XCTestCase {
