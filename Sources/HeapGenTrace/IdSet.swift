@@ -4,18 +4,20 @@
 /// allocated when an id in their range is first inserted. Lookup is two loads; memory
 /// grows with the id ranges in use only, so both dense small ids (a trace's) and
 /// scattered large ones (the collector's arena references, up to 2^31) stay cheap.
-package struct IdSet {
+/// Public with an inlinable lookup (not `package`, which is not inlined across modules):
+/// the collector looks ids up once per allocation.
+public struct IdSet {
     @usableFromInline static var pageBits: Int { 16 }
     @usableFromInline static var wordsPerPage: Int { (1 << pageBits) / 64 }
     /// Pages by `id >> 16`; an empty array is a page with no id yet.
     @usableFromInline var pages: [[UInt64]] = []
     /// Ids in the set.
-    package private(set) var count = 0
+    public private(set) var count = 0
 
-    package init() {}
+    public init() {}
 
     @inlinable @inline(__always)
-    package func contains(_ id: UInt32) -> Bool {
+    public func contains(_ id: UInt32) -> Bool {
         let p = Int(id &>> 16)
         guard p < pages.count else { return false }
         let word = Int(id & 0xFFFF) &>> 6
@@ -26,7 +28,7 @@ package struct IdSet {
 
     /// Inserts `id`; returns false if it was already there.
     @discardableResult
-    package mutating func insert(_ id: UInt32) -> Bool {
+    public mutating func insert(_ id: UInt32) -> Bool {
         let p = Int(id &>> 16)
         if p >= pages.count { pages.append(contentsOf: repeatElement([], count: p + 1 - pages.count)) }
         if pages[p].isEmpty { pages[p] = [UInt64](repeating: 0, count: Self.wordsPerPage) }
