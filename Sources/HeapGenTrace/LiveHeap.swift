@@ -37,7 +37,8 @@ public struct LiveHeapChange<Block> {
 /// generation analyzer, the diff replay, the collector's live tracking), so they all agree.
 ///
 /// **Table.** Open addressing with linear probing and backward-shift deletion (no
-/// tombstones), one slot of 8 bytes + `Block` per entry, at most 3/4 full: memory is
+/// tombstones), one slot of 8 bytes + `Block` per entry, at most 3/4 full (or as the
+/// owner chooses): memory is
 /// proportional to the peak number of live blocks, never to the number of events. Key 0
 /// marks an empty slot; a block at address 0 is kept aside. `Block` is the consumer's
 /// record (size, stack, site, generation... as it needs): plain integers only, since empty
@@ -91,6 +92,10 @@ public final class LiveHeap<Block: BitwiseCopyable> {
     @usableFromInline @exclusivity(unchecked) var capacity: Int
     @usableFromInline @exclusivity(unchecked) var mask: Int
     @usableFromInline @exclusivity(unchecked) var shift: UInt64
+    /// Percent of the slots that may be full before the table doubles.
+    @usableFromInline let maxLoadPercent: Int
+    /// Live blocks above which the table doubles.
+    @usableFromInline @exclusivity(unchecked) var growLimit: Int
     /// The block at address 0, kept aside (key 0 marks empty slots).
     @usableFromInline @exclusivity(unchecked) var zero: Block?
     @usableFromInline @exclusivity(unchecked) var pending: [UInt64: Pending] = [:]
@@ -109,13 +114,18 @@ public final class LiveHeap<Block: BitwiseCopyable> {
     /// Pending reallocs kept before the older half is dropped.
     public static var maxPendingReallocs: Int { 4096 }
 
-    /// An empty heap with room for about `initial` blocks before it grows.
-    public init(capacity initial: Int = 1024) {
+    /// An empty heap of `initial` slots (rounded up to a power of two) that doubles when
+    /// more than `maxLoadPercent` % of them are full: 75 keeps memory small (the analyzer,
+    /// whose batched lookups hide the longer probes); 50 makes inserts cheaper (the collector,
+    /// which must keep up with the program).
+    public init(capacity initial: Int = 1024, maxLoadPercent: Int = 75) {
         var c = 16
         while c < initial { c &*= 2 }
         capacity = c
         mask = c &- 1
         shift = UInt64(64 &- c.trailingZeroBitCount)
+        self.maxLoadPercent = min(90, max(10, maxLoadPercent))
+        growLimit = c * self.maxLoadPercent / 100
         slots = Self.allocateZeroed(c)
     }
 
@@ -134,7 +144,7 @@ public final class LiveHeap<Block: BitwiseCopyable> {
 
     /// A deep copy (for copy-on-write of a value type that holds the heap).
     public func copy() -> LiveHeap {
-        let other = LiveHeap(capacity: capacity)
+        let other = LiveHeap(capacity: capacity, maxLoadPercent: maxLoadPercent)
         other.slots.update(from: slots, count: capacity)
         other.zero = zero
         other.liveCount = liveCount
@@ -235,7 +245,7 @@ public final class LiveHeap<Block: BitwiseCopyable> {
         }
         s[i] = Slot(key: address, block: block)
         liveCount &+= 1
-        if liveCount &* 4 > capacity &* 3 { grow() }
+        if liveCount > growLimit { grow() }
         return nil
     }
 
@@ -317,6 +327,7 @@ public final class LiveHeap<Block: BitwiseCopyable> {
         capacity = oldCapacity &* 2
         mask = capacity &- 1
         shift = UInt64(64 &- capacity.trailingZeroBitCount)
+        growLimit = capacity * maxLoadPercent / 100
         slots = Self.allocateZeroed(capacity)
         for s in 0..<oldCapacity where old[s].key != 0 {
             var i = home(old[s].key)

@@ -46,7 +46,11 @@ final class LiveHeapTests: XCTestCase {
     }
 
     func testGrowthKeepsEveryBlock() {
-        let heap = Heap(capacity: 1)
+        checkGrowth(Heap(capacity: 1))
+        checkGrowth(Heap(capacity: 1, maxLoadPercent: 50)) // the collector's
+    }
+
+    func checkGrowth(_ heap: Heap) {
         let n: UInt64 = 100_000
         for i in 1...n { heap.insert(i &* 16, block(i, UInt32(truncatingIfNeeded: i))) }
         XCTAssertEqual(heap.count, Int(n))
