@@ -38,8 +38,8 @@ public struct LiveHeapChange<Block> {
 ///
 /// **Table.** Open addressing with linear probing and backward-shift deletion (no
 /// tombstones), one slot of 8 bytes + `Block` per entry, at most 3/4 full (or as the
-/// owner chooses): memory is
-/// proportional to the peak number of live blocks, never to the number of events. Key 0
+/// owner chooses): memory is proportional to the peak number of live blocks, never to
+/// the number of events. Key 0
 /// marks an empty slot; a block at address 0 is kept aside. `Block` is the consumer's
 /// record (size, stack, site, generation... as it needs): plain integers only, since empty
 /// slots are all-zero bytes.
