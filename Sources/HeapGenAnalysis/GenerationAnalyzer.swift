@@ -17,14 +17,15 @@ import HeapGenTrace
 ///   ``AnalysisOptions/settleLabel`` after the last ordinary mark is not a boundary; the
 ///   first such mark is the *final snapshot* (``SnapshotPoint``). A settle-labelled mark
 ///   followed by ordinary marks is ignored.
-/// - **Realloc**: `free(.realloc, old)` releases `old` and keeps it aside; a later
+/// - **Realloc**: the rule of ``LiveHeap``, shared with ``TraceSummary`` and every other
+///   replay. `free(.realloc, old)` releases `old` and keeps it aside; a later
 ///   `reallocUndo(old)` (the realloc failed) makes it live again with its size, site and
 ///   generation. The `allocation(.realloc, new)` of a successful realloc is a new block of
 ///   the realloc's site, in the current generation. Events carry no thread, so a successful
-///   realloc cannot be paired with the block it replaced; blocks kept aside simply stay until
-///   the same address is freed by a realloc again (which replaces the entry), or until more
-///   than 4096 are kept (the oldest half goes). A stale entry is harmless: an undo always
-///   follows its own `free(.realloc)` of that address. Agrees with ``TraceSummary`` on consistent traces.
+///   realloc cannot be paired with the block it replaced; blocks kept aside stay until the
+///   address is allocated or freed by a realloc again, or until more than 4096 are kept
+///   (the oldest half goes). A stale entry is harmless: an undo always follows its own
+///   `free(.realloc)` of that address.
 /// - A free of an address that is not live is counted in ``AnalysisTotals/untrackedFrees``.
 /// - **Sites** are (stack id, type id) pairs; see ``AllocationSite`` and ``TypeRollup``. Stack
 ///   ids that are one code path in different module load epochs (the shim defines every
@@ -40,10 +41,8 @@ public struct GenerationAnalyzer {
     /// Options of this analysis (normalised: no negative counts).
     public let options: AnalysisOptions
 
-    // Live blocks and reallocs that may still fail.
-    var table = BlockTable()
-    var pending: [UInt64: PendingBlock] = [:]
-    var pendingSerial: UInt64 = 0
+    /// Live blocks and reallocs that may still fail (copied on write: the analyzer is a value).
+    var table = LiveHeap<Block>()
 
     // Sites.
     var sites: [SiteState] = []
@@ -106,8 +105,6 @@ public struct GenerationAnalyzer {
     /// From `programSuppressions` records: the program's own LeakSanitizer suppressions.
     var programSuppressions: String?
 
-    /// Pending reallocs kept before the oldest half is dropped.
-    static let maxPendingReallocs = 4096
     /// Stack ids below this are looked up in an array, others in a dictionary.
     static let directStackLimit: UInt32 = 1 << 22
 
@@ -241,7 +238,7 @@ public struct GenerationAnalyzer {
         // A block allocated after the leak scan is not the one the scan judged.
         if scannedUnreachable != nil { scannedUnreachable!.remove(address) }
         if !scannedOwners.isEmpty { scannedOwners[address] = nil }
-        if let old = table.insert(address, block) {
+        if let old = table.apply(.allocation(address: address, block: block)).removed {
             totals.duplicateAllocations &+= 1
             released(old)
         }
@@ -253,38 +250,26 @@ public struct GenerationAnalyzer {
         totals.events &+= 1
         totals.frees &+= 1
         current.frees &+= 1
-        guard let block = table.remove(address) else {
+        guard let block = table.apply(realloc ? .reallocFree(address: address) : .free(address: address)).removed else {
             totals.untrackedFrees &+= 1
-            // A stale entry must not be revived by this realloc's undo.
-            if realloc && !pending.isEmpty { pending.removeValue(forKey: address) }
             return
         }
         released(block)
-        if realloc {
-            pending[address] = PendingBlock(block: block, serial: pendingSerial)
-            pendingSerial &+= 1
-            if pending.count > Self.maxPendingReallocs { dropOldestPendingHalf() }
-        }
     }
 
     private mutating func undo(address: UInt64) {
         totals.events &+= 1
         totals.reallocUndos &+= 1
-        guard let kept = pending.removeValue(forKey: address) else {
+        let change = table.apply(.reallocUndo(address: address))
+        guard let block = change.added else {
             totals.unmatchedReallocUndos &+= 1
             return
         }
-        if let old = table.insert(address, kept.block) {
+        if let old = change.removed {
             totals.duplicateAllocations &+= 1
             released(old)
         }
-        added(kept.block)
-    }
-
-    private mutating func dropOldestPendingHalf() {
-        let serials = pending.values.map(\.serial).sorted()
-        let cutoff = serials[serials.count / 2]
-        pending = pending.filter { $0.value.serial >= cutoff }
+        added(block)
     }
 
     /// A block became live (allocated, or restored by a reallocUndo).
@@ -455,11 +440,14 @@ struct EventBatch {
     }
 }
 
-/// A block freed by a realloc that may still fail.
-struct PendingBlock {
-    var block: Block
-    /// Order of the realloc's free among pending ones.
-    var serial: UInt64
+/// What the analyzer keeps about one live block (16 bytes: the table's slots are 24).
+struct Block: Equatable {
+    /// Requested bytes.
+    var size: UInt64
+    /// Dense index of the allocation site.
+    var site: UInt32
+    /// Number of marks (of any kind) seen before the block was allocated.
+    var epoch: UInt32
 }
 
 /// The first site seen with a stack id.

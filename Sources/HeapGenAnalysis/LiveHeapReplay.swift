@@ -31,10 +31,11 @@ public struct LiveBlockInfo: Sendable {
 /// per-site live counts are in ``liveObjects`` / ``liveBytes`` and ``forEachLiveBlock(_:)``
 /// walks the live blocks. ``finish(trace:)`` gives what symbolication needs.
 ///
-/// Semantics follow ``GenerationAnalyzer`` and ``TraceSummary``: the old block of a realloc
-/// is set aside and comes back on a `reallocUndo` (with its size, site and epoch); an
-/// allocation at an address already live replaces the old block; a free of an address that
-/// is not live is ignored. `heapgen.settle` marks do not start a generation.
+/// Semantics are those of ``GenerationAnalyzer`` and ``TraceSummary``, since all three replay
+/// heap events with `HeapGenTrace`'s `LiveHeap` (one table, one realloc rule): the old block
+/// of a realloc is set aside and comes back on a `reallocUndo` (with its size, site and
+/// epoch); an allocation at an address already live replaces the old block; a free of an
+/// address that is not live is ignored. `heapgen.settle` marks do not start a generation.
 public struct LiveHeapReplay {
     /// What a record did.
     public enum Step {
@@ -63,9 +64,9 @@ public struct LiveHeapReplay {
     /// Blocks of this epoch or later count as added; `nil`: not counting.
     private var addedEpoch: Int32?
 
-    private var blocks: [UInt64: Block] = [:]
-    private var pending: [UInt64: (block: Block, serial: UInt64)] = [:]
-    private var serial: UInt64 = 0
+    /// Live blocks and pending reallocs (a class: copied before a change if shared, so the
+    /// replay keeps value semantics).
+    private var blocks = LiveHeap<Block>()
     private var siteIndex: [SiteKey: Int] = [:]
     private var stacks: [UInt32: [UInt64]] = [:]
     private var stackPositions: [UInt32: UInt64] = [:]
@@ -76,9 +77,7 @@ public struct LiveHeapReplay {
     private var contextRecords: UInt64 = 0
     private var generation = 0
 
-    /// Reallocs set aside before the oldest half is dropped (as in the analyzer and the summary).
-    static let maxPendingReallocs = 4096
-
+    /// What the replay keeps about a live block.
     private struct Block {
         var size: UInt64
         var site: Int32
@@ -90,33 +89,28 @@ public struct LiveHeapReplay {
     /// Live blocks now.
     public var liveBlockCount: Int { blocks.count }
 
+    /// Applies a heap event to the live blocks and the per-site counts.
+    private mutating func apply(_ event: LiveHeapEvent<Block>) {
+        if !isKnownUniquelyReferenced(&blocks) { blocks = blocks.copy() }
+        let change = blocks.apply(event)
+        if let old = change.removed { release(old) }
+        if let new = change.added { add(new) }
+    }
+
     /// Takes the next record of the trace.
     @discardableResult
     public mutating func consume(_ record: TraceRecord) -> Step {
         switch record {
         case let .allocation(_, address, size, stack, type):
             let site = siteOf(SiteKey(stack: stack, type: type))
-            if !pending.isEmpty { pending.removeValue(forKey: address) }
             let block = Block(size: size, site: Int32(site), epoch: Int32(truncatingIfNeeded: markCount))
-            if let old = blocks.updateValue(block, forKey: address) { release(old) }
-            add(block)
+            apply(.allocation(address: address, block: block))
             return .allocated(site: site, size: size)
         case let .free(function, address):
-            guard let old = blocks.removeValue(forKey: address) else {
-                if function == .realloc && !pending.isEmpty { pending.removeValue(forKey: address) }
-                return .other
-            }
-            release(old)
-            if function == .realloc {
-                pending[address] = (old, serial)
-                serial &+= 1
-                if pending.count > Self.maxPendingReallocs { dropOldestPendingHalf() }
-            }
+            apply(function == .realloc ? .reallocFree(address: address) : .free(address: address))
             return .other
         case let .reallocUndo(address):
-            guard let entry = pending.removeValue(forKey: address) else { return .other }
-            if let old = blocks.updateValue(entry.block, forKey: address) { release(old) }
-            add(entry.block)
+            apply(.reallocUndo(address: address))
             return .other
         case let .stack(id, frames):
             stacks[id] = frames
@@ -145,7 +139,7 @@ public struct LiveHeapReplay {
 
     /// Calls `body` for every block live now (in no particular order).
     public func forEachLiveBlock(_ body: (LiveBlockInfo) throws -> Void) rethrows {
-        for (address, block) in blocks {
+        try blocks.forEach { address, block in
             try body(LiveBlockInfo(address: address, size: block.size, site: Int(block.site), epoch: Int(block.epoch)))
         }
     }
@@ -193,12 +187,6 @@ public struct LiveHeapReplay {
             addedObjects[Int(block.site)] &-= 1
             addedBytes[Int(block.site)] &-= Int(truncatingIfNeeded: block.size)
         }
-    }
-
-    private mutating func dropOldestPendingHalf() {
-        let serials = pending.values.map(\.serial).sorted()
-        let cutoff = serials[serials.count / 2]
-        pending = pending.filter { $0.value.serial >= cutoff }
     }
 }
 

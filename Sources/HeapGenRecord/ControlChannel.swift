@@ -245,7 +245,7 @@ final class ControlChannel {
         guard let responder else { return .failure(.unanswerable("begin")) }
         let label = request.label
         if seg.control.tracker == nil { seg.control.tracker = LiveTracker(since: position) }
-        seg.control.tracker!.session = GrowthSession(options: responder.makeGrowthAnalysis(options: options),
+        seg.control.tracker!.session = GrowthSession(analysis: responder.makeGrowthAnalysis(options: options),
                                                      label: label, since: position)
         return .success(ControlAnswerText.begin(since: position))
     }
@@ -254,7 +254,7 @@ final class ControlChannel {
         guard let tracker = seg.control.tracker, let session = tracker.session else {
             return .failure(ControlProtocolError("no growth session: send {\"op\":\"begin\"} before the cycles"))
         }
-        let base = session.analyzer.analysis.options
+        let base = session.analysis.options
         do {
             let o = try request.growthOptions(base: base)
             if o != base {
@@ -265,7 +265,7 @@ final class ControlChannel {
         }
         guard let responder else { return .failure(.unanswerable("growth")) }
         if !request.keep { tracker.session = nil }
-        return responder.growthAnswer(ControlGrowthSession(analysis: session.analyzer.analysis, label: session.label,
+        return responder.growthAnswer(ControlGrowthSession(analysis: session.analysis, label: session.label,
                                                            marks: session.marks),
                                       segment: view(seg))
     }

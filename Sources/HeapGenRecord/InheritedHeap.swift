@@ -1,3 +1,6 @@
+// Fork snapshots: the live heap a forked child inherits, taken from the parent's tracker
+// at its HG_K_FORK record and written at the start of the child's trace.
+
 import CHeapGenCollector
 import HeapGenTrace
 
@@ -19,7 +22,7 @@ struct InheritedHeap {
     /// traced, or died before its hello): the oldest go first.
     static let maxUnclaimed = 16
 
-    var blocks: [BlockMap.Entry]
+    var blocks: [LiveTracker.Entry]
     /// Frames by the parent's stack id, for the stacks the blocks use.
     var frames: [UInt32: [UInt64]]
     /// Type names by the parent's type id, for the types the blocks use.
@@ -28,7 +31,7 @@ struct InheritedHeap {
 
     /// Takes the snapshot of `seg`'s live heap (tracked by `tracker`) now.
     init(of seg: Segment, tracker: LiveTracker, scratch: UnsafeMutablePointer<UInt64>, scratchCount: Int) {
-        var blocks: [BlockMap.Entry] = []
+        var blocks: [LiveTracker.Entry] = []
         blocks.reserveCapacity(tracker.count)
         var frames: [UInt32: [UInt64]] = [:]
         var typeNames: [UInt32: String] = [:]

@@ -112,26 +112,3 @@ package struct SymbolStoreOutcome {
 
     package init() {}
 }
-
-// MARK: - Names LiveTracker.swift uses
-
-// LiveTracker.swift (being replaced by the live-heap model) still spells these names from
-// HeapGenAnalysis; they resolve here so it compiles without that import.
-
-/// Module events as SegmentControl keeps them.
-typealias ModuleEvent = CollectorModuleEvent
-
-/// What LiveTracker's `GrowthSession(options:…)` is made from: the analysis the responder made.
-typealias AnalysisOptions = any GrowthAnalysis
-
-/// A growth session's analyzer: forwards to the injected ``GrowthAnalysis``.
-struct GenerationAnalyzer {
-    let analysis: any GrowthAnalysis
-
-    init(options analysis: any GrowthAnalysis) {
-        self.analysis = analysis
-    }
-
-    @inline(__always)
-    func consume(_ record: TraceRecord) { analysis.consume(record) }
-}

@@ -525,10 +525,15 @@ final class RecordingLoop {
         writer.keepsSymbolInputs = options.storeSymbols
         let seg = Segment(raw: raw, origin: origin, image: image, path: path, writer: writer)
         seg.sequence = acceptedCount
-        // --leaks: know every block from the first allocation on, for the scan at exit.
-        if options.scanLeaks { seg.control.tracker = LiveTracker(since: 0) }
         // Followed forks: a child starts with the live heap it inherits (InheritedHeap).
         if options.followFork { seg.liveHeap = LiveTracker(since: 0) }
+        // --leaks: know every block from the first allocation on, for the scan at exit. That
+        // is the collector's own live heap when there is one, tracked once for both (an
+        // `untrack` only drops the control channel's reference to it) — but not in a forked
+        // child, whose own heap starts with the inherited blocks its tracker never counted.
+        if options.scanLeaks {
+            seg.control.tracker = origin == .fork ? LiveTracker(since: 0) : seg.liveHeap ?? LiveTracker(since: 0)
+        }
         if origin == .fork { inherit(seg, forkID: raw.pointee.parent_fork_id) }
         hg_segment_answer(raw, collectorPid, UInt32(HG_STATE_ACCEPTED.rawValue))
         entry.segment = seg

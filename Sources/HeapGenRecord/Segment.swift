@@ -18,9 +18,9 @@ final class Segment {
     /// Next ring position to consume.
     var tail: UInt64 = 0
     /// Stack refs already defined in the trace (a stack's trace id is its ref).
-    let stacks = SparseBitset()
+    var stacks = IdSet()
     /// Type ids already defined in the trace.
-    let types = SparseBitset()
+    var types = IdSet()
 
     /// Allocations whose stack blob was invalid (recorded with stack 0).
     var badStacks: UInt64 = 0
@@ -61,7 +61,8 @@ final class Segment {
     }
 
     /// The live heap from the first event on, kept while forked children are
-    /// followed: the collector's own, apart from the program's control requests.
+    /// followed: the collector's own. With `--leaks` (not in a forked child) it is also
+    /// the control channel's tracker until the program sends `untrack`.
     var liveHeap: LiveTracker?
     /// Frames of the stacks this image inherited at its fork (ids from ``InheritedHeap/firstID``).
     var inheritedFrames: [UInt32: [UInt64]] = [:]

@@ -101,10 +101,11 @@ final class SegmentDrainer {
 
     private func translate(_ seg: Segment, count: Int) {
         let w = seg.writer
-        // Live tracking (control channel): nil unless the program asked.
-        var tracker = seg.control.tracker
         // The collector's own live heap, for forked children: nil with --no-follow-fork.
         let heap = seg.liveHeap
+        // Live tracking (control channel): nil unless the program asked, or when it is `heap`
+        // itself (see ``separateTracker``): each tracker gets each event once.
+        var tracker = Self.separateTracker(seg, heap)
         for i in 0..<count {
             let s = slots[i]
             let kind = UInt32(truncatingIfNeeded: s.size_kind >> UInt64(HG_KIND_SHIFT))
@@ -147,13 +148,21 @@ final class SegmentDrainer {
             case UInt32(HG_K_CONTROL.rawValue):
                 // Every record before it has been consumed: answer now.
                 controlChannel.handle(seg, s)
-                tracker = seg.control.tracker
+                tracker = Self.separateTracker(seg, heap)
             case UInt32(HG_K_NOP.rawValue):
                 continue
             default:
                 metadata(seg, s, kind: kind)
             }
         }
+    }
+
+    /// The control channel's tracker if it is not `heap`: with `--leaks`, the two are one
+    /// object from the first event (RecordingLoop), fed once as `heap`.
+    @inline(__always)
+    private static func separateTracker(_ seg: Segment, _ heap: LiveTracker?) -> LiveTracker? {
+        let tracker = seg.control.tracker
+        return tracker === heap ? nil : tracker
     }
 
     /// Expands call-tree node `ref` (the innermost frame of a stack) into its whole

@@ -2,15 +2,15 @@
 
 /// Totals of one trace and a check that its events are consistent, computed in one pass.
 ///
-/// Live blocks are tracked by address in a compact open-addressing table, so
+/// Live blocks are replayed with ``LiveHeap`` (the model every replay shares), so
 /// memory is proportional to the number of live blocks, not to the number of events.
 ///
-/// Realloc: the `free(.realloc, p)` of a realloc moves `p` from the live set to a
-/// per-address *pending* set. A `reallocUndo(p)` (the realloc failed) makes it live
-/// again with its old size and stack. On success the pending entry is simply dropped:
-/// when an allocation returns `p` again, or when more than 4096 reallocs are pending
-/// (the oldest half goes; this bounds the leftovers of `realloc(p, 0)` and of moved
-/// blocks, whose completion cannot be paired by address since events carry no thread).
+/// Realloc: as ``LiveHeap`` describes. The `free(.realloc, p)` of a realloc sets `p`'s
+/// block aside as *pending*; a `reallocUndo(p)` (the realloc failed) makes it live again
+/// with its old size and stack. On success the pending entry is simply dropped: when an
+/// allocation returns `p` again, or when more than 4096 reallocs are pending (the oldest
+/// half goes; this bounds the leftovers of `realloc(p, 0)` and of moved blocks, whose
+/// completion cannot be paired by address since events carry no thread).
 public struct TraceSummary: Sendable, Codable {
     /// Calls and requested bytes for one allocation function.
     public struct FunctionTotals: Sendable, Codable, Equatable {
@@ -92,8 +92,8 @@ public struct TraceSummary: Sendable, Codable {
 
     /// Most problem lines kept in ``problems``.
     public static let maxProblemLines = 100
-    /// Pending reallocs kept before the oldest half is dropped.
-    static let maxPendingReallocs = 4096
+    /// Pending reallocs kept before the oldest half is dropped (``LiveHeap``'s bound).
+    static var maxPendingReallocs: Int { LiveHeap<Block>.maxPendingReallocs }
 
     /// Reads and summarizes the trace at `path`.
     ///
@@ -144,7 +144,7 @@ public struct TraceSummary: Sendable, Codable {
         marks = builder.marks
         threadCount = builder.threads
         lostEvents = builder.lost
-        pendingReallocsAtEnd = builder.pending.count
+        pendingReallocsAtEnd = builder.live.pendingCount
         self.problems = problems
         unknownFrees = builder.unknownFrees
         doubleAllocations = builder.doubleAllocations
@@ -153,8 +153,7 @@ public struct TraceSummary: Sendable, Codable {
 
     /// Accumulates the summary record by record.
     private struct Builder {
-        let live = LiveTable()
-        var pending: [UInt64: PendingRealloc] = [:]
+        let live = LiveHeap<Block>()
         var allocCalls = [UInt64](repeating: 0, count: 256)
         var allocBytes = [UInt64](repeating: 0, count: 256)
         var freeCalls = [UInt64](repeating: 0, count: 256)
@@ -189,14 +188,13 @@ public struct TraceSummary: Sendable, Codable {
 
         mutating func add(_ record: TraceRecord) {
             switch record {
-            case let .allocation(function, address, size, stack, _):
+            case let .allocation(function, address, size, _, _):
                 // Inherited blocks are live, but the child never allocated them.
                 if function != .inherited { allocations &+= 1 }
                 let f = Int(function.rawValue)
                 allocCalls[f] &+= 1
                 allocBytes[f] &+= size
-                if !pending.isEmpty { pending.removeValue(forKey: address) }
-                if let old = live.insert(address, size: size, stack: stack) {
+                if let old = live.apply(.allocation(address: address, block: Block(size: size))).removed {
                     doubleAllocations &+= 1
                     liveBytes &-= old.size
                     problem("\(function.name) returned \(hex(address)), which is already live (\(old.size) bytes)")
@@ -208,12 +206,9 @@ public struct TraceSummary: Sendable, Codable {
             case let .free(function, address):
                 frees &+= 1
                 freeCalls[Int(function.rawValue)] &+= 1
-                if let old = live.remove(address) {
+                let change = live.apply(function == .realloc ? .reallocFree(address: address) : .free(address: address))
+                if let old = change.removed {
                     liveBytes &-= old.size
-                    if function == .realloc {
-                        pending[address] = PendingRealloc(size: old.size, stack: old.stack, event: events)
-                        if pending.count > TraceSummary.maxPendingReallocs { TraceSummary.dropOldestHalf(&pending) }
-                    }
                 } else {
                     unknownFrees &+= 1
                     problem("\(function.name) of \(hex(address)), which is not live")
@@ -222,8 +217,9 @@ public struct TraceSummary: Sendable, Codable {
 
             case let .reallocUndo(address):
                 undos &+= 1
-                if let block = pending.removeValue(forKey: address) {
-                    if let old = live.insert(address, size: block.size, stack: block.stack) {
+                let change = live.apply(.reallocUndo(address: address))
+                if let block = change.added {
+                    if let old = change.removed {
                         badUndos &+= 1
                         liveBytes &-= old.size
                         problem("reallocUndo of \(hex(address)), which is live again")
@@ -265,19 +261,9 @@ public struct TraceSummary: Sendable, Codable {
         }
     }
 
-    /// A block freed by a realloc that may still fail.
-    struct PendingRealloc {
+    /// What the summary keeps about a live block: its requested bytes (it reports no sites).
+    struct Block {
         var size: UInt64
-        var stack: UInt32
-        /// Event position of the realloc's free.
-        var event: UInt64
-    }
-
-    /// Drops the older half of the pending reallocs.
-    private static func dropOldestHalf(_ pending: inout [UInt64: PendingRealloc]) {
-        let ages = pending.values.map(\.event).sorted()
-        let cutoff = ages[ages.count / 2]
-        pending = pending.filter { $0.value.event >= cutoff }
     }
 
     /// True if the events are consistent (no unknown frees, double allocations or bad undos).

@@ -125,7 +125,7 @@ final class SummaryTests: XCTestCase {
         XCTAssertEqual(s.liveBytes, 16)
     }
 
-    func testLiveTableUnderChurn() throws {
+    func testLiveHeapUnderChurn() throws {
         // Many addresses, including 0 and colliding ones; compare against a dictionary.
         var rng = SeededRandom(seed: 5)
         var model: [UInt64: UInt64] = [:]
@@ -148,31 +148,6 @@ final class SummaryTests: XCTestCase {
         XCTAssertTrue(s.isConsistent, "\(s.problems)")
         XCTAssertEqual(s.liveObjects, UInt64(model.count))
         XCTAssertEqual(s.liveBytes, liveBytes)
-    }
-
-    func testLiveTableDirectly() {
-        let table = LiveTable(capacity: 16)
-        var model: [UInt64: (UInt64, UInt32)] = [:]
-        var rng = SeededRandom(seed: 11)
-        for _ in 0..<200_000 {
-            // Few distinct keys with the same low bits: long probe clusters, wrap-around.
-            let key = (rng.next() % 512) << 12
-            if rng.next() % 3 == 0 {
-                let old = table.remove(key)
-                let expected = model.removeValue(forKey: key)
-                XCTAssertEqual(old?.size, expected?.0)
-            } else {
-                let value = (rng.next(), UInt32(truncatingIfNeeded: rng.next()))
-                let old = table.insert(key, size: value.0, stack: value.1)
-                XCTAssertEqual(old?.size, model[key]?.0)
-                XCTAssertEqual(old?.stack, model[key]?.1)
-                model[key] = value
-            }
-            XCTAssertEqual(table.count, model.count)
-        }
-        for key in 0..<512 as Range<UInt64> {
-            XCTAssertEqual(table.contains(key << 12), model[key << 12] != nil)
-        }
     }
 
     func testLoadFromPathAndEncode() throws {
