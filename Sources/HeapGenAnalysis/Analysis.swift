@@ -94,27 +94,4 @@ public struct Analysis: Codable, Sendable, Equatable {
     public func site(stackID: UInt32, typeID: UInt32) -> AllocationSite? {
         sites.first { $0.stackID == stackID && $0.typeID == typeID }
     }
-
-    /// The module that had `address` in one of its segments just before record `recordIndex`
-    /// (replaying ``modules`` up to that point), or `nil`. For a frame of stack `s`, pass
-    /// `stackRecordIndices[s]`.
-    public func module(containing address: UInt64, atRecord recordIndex: UInt64) -> ModuleRecord? {
-        var loaded: [ModuleRecord] = []
-        for event in modules {
-            if event.recordIndex >= recordIndex { break }
-            switch event.kind {
-            case .load:
-                if let module = event.module { loaded.append(module) }
-            case .unload:
-                if let i = loaded.lastIndex(where: { $0.loadBias == event.loadBias }) { loaded.remove(at: i) }
-            }
-        }
-        for module in loaded.reversed() {
-            for segment in module.segments {
-                let start = module.loadBias &+ segment.vaddr
-                if address >= start && address - start < segment.memsz { return module }
-            }
-        }
-        return nil
-    }
 }

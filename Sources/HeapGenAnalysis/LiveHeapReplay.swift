@@ -71,7 +71,7 @@ public struct LiveHeapReplay {
     private var stacks: [UInt32: [UInt64]] = [:]
     private var stackPositions: [UInt32: UInt64] = [:]
     /// Gets every record but heap events and stacks: keeps the module map, marks, types,
-    /// process and end, so ``Analysis/module(containing:atRecord:)`` works on its result.
+    /// process and end, so ``ModuleTimeline/module(containing:at:)`` works on its result.
     private var context = GenerationAnalyzer(options: AnalysisOptions(maxSites: 0))
     /// Records given to `context`: the "record index" space of its module map.
     private var contextRecords: UInt64 = 0
@@ -202,7 +202,7 @@ public struct TraceContext: Sendable {
     public var sites: [SiteKey]
     /// Frames (innermost first) of every stack of the trace.
     public var stacks: [UInt32: [UInt64]]
-    /// Per stack: the position to pass to ``Analysis/module(containing:atRecord:)`` of
+    /// Per stack: the position to pass to ``ModuleTimeline/module(containing:at:)`` of
     /// ``analysis`` for its frames.
     public var stackPositions: [UInt32: UInt64]
 

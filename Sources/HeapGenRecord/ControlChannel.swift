@@ -207,7 +207,6 @@ final class ControlChannel {
         let frames = frames
         return ControlSegmentView(
             tracePath: seg.path, typeNames: control.typeNames, moduleEvents: control.modules,
-            loadedModules: { control.loadedModules() },
             readStack: { stack in
                 guard stack != 0 else { return [] }
                 let n = Int(hg_read_stack(raw, stack, frames, UInt32(Self.maxFrames)))

@@ -15,7 +15,7 @@ final class SegmentControl {
     /// Swift type names by type id.
     var typeNames: [UInt32: String] = [:]
     /// Module loads and unloads; `recordIndex` is the ring position of the record.
-    var modules: [CollectorModuleEvent] = []
+    var modules: [ModuleEvent] = []
     /// Live tracking, once the program asked for it (with `--leaks`, from the first event:
     /// then it may be the segment's ``Segment/liveHeap`` itself, which goes on after an
     /// `untrack` drops it from here).
@@ -39,28 +39,19 @@ final class SegmentControl {
 
     func moduleLoaded(_ module: ModuleRecord, position: UInt64) {
         guard modules.count < Self.maxModuleEvents else { return }
-        modules.append(CollectorModuleEvent(kind: .load, loadBias: module.loadBias, module: module,
+        modules.append(ModuleEvent(kind: .load, loadBias: module.loadBias, module: module,
                                    recordIndex: position, generation: 0))
     }
 
     func moduleUnloaded(loadBias: UInt64, position: UInt64) {
         guard modules.count < Self.maxModuleEvents else { return }
-        modules.append(CollectorModuleEvent(kind: .unload, loadBias: loadBias, module: nil,
+        modules.append(ModuleEvent(kind: .unload, loadBias: loadBias, module: nil,
                                    recordIndex: position, generation: 0))
     }
 
     /// The modules loaded after replaying every event.
     func loadedModules() -> [ModuleRecord] {
-        var loaded: [ModuleRecord] = []
-        for event in modules {
-            switch event.kind {
-            case .load:
-                if let module = event.module { loaded.append(module) }
-            case .unload:
-                if let i = loaded.lastIndex(where: { $0.loadBias == event.loadBias }) { loaded.remove(at: i) }
-            }
-        }
-        return loaded
+        ModuleTimeline(events: modules).modules(at: .max)
     }
 }
 

@@ -21,37 +21,14 @@ package protocol GrowthAnalysis: AnyObject {
     func consume(_ record: TraceRecord)
 }
 
-/// A module load or unload, kept per segment with the ring position of its record, so
-/// answers can map a frame address to the module mapped at the time.
-package struct CollectorModuleEvent: Sendable {
-    package enum Kind: Sendable { case load, unload }
-    package var kind: Kind
-    package var loadBias: UInt64
-    /// The loaded module; nil for an unload.
-    package var module: ModuleRecord?
-    /// Ring position of the record.
-    package var recordIndex: UInt64
-    package var generation: Int
-
-    package init(kind: Kind, loadBias: UInt64, module: ModuleRecord?, recordIndex: UInt64, generation: Int) {
-        self.kind = kind
-        self.loadBias = loadBias
-        self.module = module
-        self.recordIndex = recordIndex
-        self.generation = generation
-    }
-}
-
 /// What a control answer may read of the segment it answers, at the request's position.
 package struct ControlSegmentView {
     /// The segment's trace file.
     package var tracePath: String
     /// Swift type names by type id.
     package var typeNames: [UInt32: String]
-    /// Module loads and unloads so far, in ring order.
-    package var moduleEvents: [CollectorModuleEvent]
-    /// The modules loaded now.
-    package var loadedModules: () -> [ModuleRecord]
+    /// Module loads and unloads so far, in ring order (`recordIndex` is the ring position).
+    package var moduleEvents: [ModuleEvent]
     /// The frame addresses of a stack id, read from the segment's arena now (innermost first).
     package var readStack: (UInt32) -> [UInt64]
 }

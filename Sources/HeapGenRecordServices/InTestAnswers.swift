@@ -68,7 +68,8 @@ final class InTestAnswers: ControlResponder {
             answer.generation = block.generation
             answer.generationLabel = block.generationLabel
             answer.previousMark = block.previousMark
-            let frames = symbolicate(segment.readStack(block.stack), loaded: segment.loadedModules())
+            let frames = StackSymbolication(symbolizer: symbolizer)
+                .frames(of: segment.readStack(block.stack), at: .max, timeline: ModuleTimeline(events: segment.moduleEvents))
             answer.frames = frames
             answer.userFrame = OwnCode.firstUserFrame(frames)
         }
@@ -83,47 +84,6 @@ final class InTestAnswers: ControlResponder {
         } catch {
             return .failure(ControlProtocolError("cannot encode the answer: \(error)"))
         }
-    }
-
-    /// The frames of `addresses` (a stack read from the arena now), symbolicated against the
-    /// modules loaded now. The one symbolication call of the control answers.
-    private func symbolicate(_ addresses: [UInt64], loaded: [ModuleRecord]) -> [Report.Frame] {
-        guard !addresses.isEmpty else { return [] }
-        var requests: [SymbolizationRequest] = []
-        var plan: [(request: Int?, address: UInt64)] = []
-        for address in addresses {
-            var found: ModuleRecord?
-            search: for module in loaded.reversed() {
-                for segment in module.segments {
-                    let start = module.loadBias &+ segment.vaddr
-                    if address >= start && address - start < segment.memsz {
-                        found = module
-                        break search
-                    }
-                }
-            }
-            guard let m = found else {
-                plan.append((nil, address))
-                continue
-            }
-            plan.append((requests.count, address))
-            requests.append(SymbolizationRequest(module: Module(path: m.path, buildID: m.buildID, loadBias: m.loadBias),
-                                                 address: address, isReturnAddress: true))
-        }
-        let answers = requests.isEmpty ? [] : symbolizer.symbolize(requests)
-        var out: [Report.Frame] = []
-        for step in plan {
-            guard let r = step.request, r < answers.count else {
-                out.append(Report.Frame(module: nil, address: step.address))
-                continue
-            }
-            for s in answers[r] {
-                out.append(Report.Frame(function: s.function, shortFunction: s.shortFunction, file: s.file,
-                                        line: s.line, column: s.column, module: s.module, address: s.address,
-                                        inlined: s.inlined))
-            }
-        }
-        return out
     }
 
     private struct GrowthAnswer: Encodable {
@@ -156,10 +116,7 @@ final class InTestAnswers: ControlResponder {
         }
         analysis.stacks = stacks
         analysis.stackRecordIndices = positions
-        analysis.modules = segment.moduleEvents.map {
-            ModuleEvent(kind: $0.kind == .load ? .load : .unload, loadBias: $0.loadBias, module: $0.module,
-                        recordIndex: $0.recordIndex, generation: $0.generation)
-        }
+        analysis.modules = segment.moduleEvents
         for i in analysis.findings.indices where analysis.findings[i].typeID != 0 {
             analysis.findings[i].typeName = segment.typeNames[analysis.findings[i].typeID]
         }

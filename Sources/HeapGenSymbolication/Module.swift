@@ -1,5 +1,7 @@
 // A module as the symbolizer knows it: which file, which build, where it was mapped.
 
+import HeapGenTrace
+
 /// A module (executable or shared object) as the symbolizer knows it: the identity of a
 /// trace's ``ModuleRecord`` without its segments (``ModuleTimeline`` uses those to find the
 /// module of an address; `Module(record)` makes this from it).
@@ -25,4 +27,11 @@ public struct Module: Sendable, Hashable {
 extension Module {
     /// The build ID as lowercase hex, e.g. `21e5d967…`.
     public var buildIDHex: String { BuildID.hex(buildID) }
+}
+
+extension Module {
+    /// The symbolizer's view of a recorded module: which file, which build, where.
+    public init(_ record: ModuleRecord) {
+        self.init(path: record.path, buildID: record.buildID, loadBias: record.loadBias)
+    }
 }

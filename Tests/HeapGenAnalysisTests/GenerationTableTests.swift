@@ -243,11 +243,11 @@ final class GenerationTableTests: XCTestCase {
         XCTAssertEqual(a.modules.map(\.recordIndex), a.modules.map(\.recordIndex).sorted())
         let at1 = try XCTUnwrap(a.stackRecordIndices[1])
         let at3 = try XCTUnwrap(a.stackRecordIndices[3])
-        XCTAssertEqual(a.module(containing: 0x7000_1800, atRecord: at1)?.path, "/lib/a.so")
-        XCTAssertEqual(a.module(containing: 0x7000_1800, atRecord: at3)?.path, "/lib/b.so")
-        XCTAssertEqual(a.module(containing: 0x40_0010, atRecord: at3)?.path, "/bin/app")
-        XCTAssertNil(a.module(containing: 0x7000_0800, atRecord: at3))
-        XCTAssertNil(a.module(containing: 0x40_0010, atRecord: 0))
+        XCTAssertEqual(ModuleTimeline(events: a.modules).module(containing: 0x7000_1800, at: at1)?.path, "/lib/a.so")
+        XCTAssertEqual(ModuleTimeline(events: a.modules).module(containing: 0x7000_1800, at: at3)?.path, "/lib/b.so")
+        XCTAssertEqual(ModuleTimeline(events: a.modules).module(containing: 0x40_0010, at: at3)?.path, "/bin/app")
+        XCTAssertNil(ModuleTimeline(events: a.modules).module(containing: 0x7000_0800, at: at3))
+        XCTAssertNil(ModuleTimeline(events: a.modules).module(containing: 0x40_0010, at: 0))
 
         let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(a)) as? [String: Any]
         XCTAssertEqual((json?["typeNames"] as? [String: String])?["2"], TraceBuilder.typeName(2))

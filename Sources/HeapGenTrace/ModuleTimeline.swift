@@ -1,12 +1,13 @@
 // Which module held an address at a point of a trace: its module loads and unloads, replayed.
 
-import HeapGenAnalysis
-import HeapGenTrace
-
 /// The modules (executables and shared objects) mapped over a trace, from its `moduleLoad`
 /// and `moduleUnload` records (``ModuleEvent``), so that a frame address is named from the
 /// module that held it when its stack was recorded: a library unloaded and another loaded at
 /// the same place later does not mix up names.
+///
+/// One timeline for every reader of module events: reports and diffs (through
+/// HeapGenSymbolication) and the collector (the modules loaded now, for in-test answers
+/// and fork snapshots). It lives with the trace records it replays, below both.
 ///
 /// A position is a record index of the trace (``ModuleEvent/recordIndex``, or a ring position
 /// in the collector): the modules *at* a position are those loaded by events strictly before
@@ -98,12 +99,5 @@ extension ModuleRecord {
             let start = loadBias &+ segment.vaddr
             return address >= start && address - start < segment.memsz
         }
-    }
-}
-
-extension Module {
-    /// The symbolizer's view of a recorded module: which file, which build, where.
-    public init(_ record: ModuleRecord) {
-        self.init(path: record.path, buildID: record.buildID, loadBias: record.loadBias)
     }
 }

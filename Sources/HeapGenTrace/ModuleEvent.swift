@@ -1,10 +1,8 @@
 // Module loads and unloads, kept in trace order.
 
-import HeapGenTrace
-
 /// A `moduleLoad` or `moduleUnload` record and where it lies in the trace, so that
 /// a frame address can be mapped to the module mapped at that time
-/// (see ``Analysis/module(containing:atRecord:)``).
+/// (see ``ModuleTimeline``).
 public struct ModuleEvent: Codable, Sendable, Equatable {
     /// Load or unload.
     public enum Kind: String, Codable, Sendable {
