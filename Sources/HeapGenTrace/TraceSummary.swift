@@ -67,8 +67,10 @@ public struct TraceSummary: Sendable, Codable {
     public var stackCount: Int = 0
     /// Stacks cut at the recording's frame limit (`stackTruncated` records).
     public var truncatedStackCount: Int = 0
-    /// Type definitions: id → name.
-    public var types: [UInt32: String] = [:]
+    /// Type definitions: id → name. In JSON an object keyed by the decimal id, so
+    /// `info --format json` prints the same bytes every time (a dictionary with integer keys
+    /// would be encoded as a flat array in hash order, which differs from run to run).
+    @IDKeyedNames public var types: [UInt32: String] = [:]
     /// Paths of loaded modules, in load order.
     public var modules: [String] = []
     /// moduleUnload records.
@@ -269,5 +271,34 @@ public struct TraceSummary: Sendable, Codable {
     /// True if the events are consistent (no unknown frees, double allocations or bad undos).
     public var isConsistent: Bool {
         unknownFrees == 0 && doubleAllocations == 0 && badUndos == 0
+    }
+}
+
+/// Names by numeric id, encoded as a JSON object keyed by the decimal id (sorted with
+/// `.sortedKeys`), decoded from the same.
+@propertyWrapper
+public struct IDKeyedNames: Sendable, Codable, Equatable {
+    public var wrappedValue: [UInt32: String]
+
+    public init(wrappedValue: [UInt32: String]) {
+        self.wrappedValue = wrappedValue
+    }
+
+    public init(from decoder: Decoder) throws {
+        let byText = try decoder.singleValueContainer().decode([String: String].self)
+        var names: [UInt32: String] = [:]
+        for (key, name) in byText {
+            guard let id = UInt32(key) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                                                        debugDescription: "type id \(key) is not a number"))
+            }
+            names[id] = name
+        }
+        wrappedValue = names
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(Dictionary(uniqueKeysWithValues: wrappedValue.map { (String($0.key), $0.value) }))
     }
 }

@@ -164,6 +164,20 @@ final class SummaryTests: XCTestCase {
         XCTAssertEqual(back.types, s.types)
     }
 
+    /// `info --format json` prints the type names as an object keyed by id: the same bytes on
+    /// every run (a `[UInt32: String]` used to encode as a flat array in hash order).
+    func testTypeNamesEncodeAsASortedObject() throws {
+        var s = try TraceSummary(reader: TraceReader(bytes: try handBuiltTrace(), strict: true))
+        s.types = [10: "App.Ten", 2: "App.Two", 1: "App.One"]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let text = String(decoding: try encoder.encode(s), as: UTF8.self)
+        XCTAssertTrue(text.contains(#""types":{"1":"App.One","10":"App.Ten","2":"App.Two"}"#), text)
+        XCTAssertEqual(try JSONDecoder().decode(TraceSummary.self, from: Data(text.utf8)).types, s.types)
+        let bad = text.replacingOccurrences(of: #""10":"App.Ten""#, with: #""x":"App.Ten""#)
+        XCTAssertThrowsError(try JSONDecoder().decode(TraceSummary.self, from: Data(bad.utf8)))
+    }
+
     func testInvalidTraceIsRejected() throws {
         var bytes = try handBuiltTrace()
         bytes.removeLast()
