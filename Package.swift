@@ -123,43 +123,45 @@ let package = Package(
         ),
         // Shared by the integration test targets: build products, scratch
         // directories, processes, fixture compilation, running heapgen.
-        .target(name: "HeapGenTestSupport", path: "Tests/HeapGenTestSupport"),
-        .testTarget(name: "HeapGenTraceTests", dependencies: ["HeapGenTrace"]),
+        .target(name: "HeapGenTestSupport", dependencies: ["HeapGenTrace"], path: "Tests/HeapGenTestSupport"),
+        // Unit tests, one target per module.
+        .testTarget(name: "HeapGenTraceTests", dependencies: ["HeapGenTrace", "HeapGenTestSupport"]),
         .testTarget(name: "HeapGenUnitsTests", dependencies: ["HeapGenUnits"]),
         .testTarget(name: "HeapGenJSONTests", dependencies: ["HeapGenJSON"]),
         .testTarget(name: "HeapGenControlProtocolTests", dependencies: ["HeapGenControlProtocol", "HeapGenJSON"]),
-        // Black-box tests of the command line: help snapshots in Fixtures/help.
-        .testTarget(name: "HeapGenCLITests", dependencies: ["HeapGenTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "HeapGenReportTests", dependencies: ["HeapGenReport", "HeapGenTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "HeapGenAnalysisTests", dependencies: ["HeapGenAnalysis", "HeapGenTrace"]),
+        .testTarget(
+            name: "HeapGenSymbolicationTests",
+            dependencies: ["HeapGenSymbolication", "HeapGenAnalysis", "HeapGenTrace", "HeapGenTestSupport"],
+            exclude: ["Fixtures"]
+        ),
+        .testTarget(name: "HeapGenReportTests", dependencies: ["HeapGenReport", "HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenTestSupport"]),
+        .testTarget(
+            name: "HeapGenDiffTests",
+            dependencies: ["HeapGenDiff", "HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenTestSupport"]
+        ),
+        .testTarget(name: "HeapGenExportTests", dependencies: ["HeapGenExport", "HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenTestSupport"]),
         .testTarget(
             name: "HeapGenGateTests",
             dependencies: ["HeapGenGate", "HeapGenReport", "HeapGenSymbolication", "HeapGenTestSupport"],
             exclude: ["Fixtures"]
         ),
         .testTarget(
-            name: "HeapGenDiffExportTests",
-            dependencies: ["HeapGenDiff", "HeapGenExport", "HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenTestSupport"],
-            exclude: ["Fixtures"]
+            name: "HeapGenHTMLTests",
+            dependencies: ["HeapGenHTML", "HeapGenReport", "HeapGenDiff", "HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTestSupport"]
         ),
+        // HeapGenTesting inside real test packages (Fixtures/FixturePackage) run under heapgen.
         .testTarget(
             name: "HeapGenTestingTests",
             dependencies: ["HeapGenTesting", "HeapGen", "HeapGenTestSupport"],
             exclude: ["Fixtures"]
         ),
+        // Black-box tests of the `heapgen` command: the real shim preloaded into real child
+        // processes, real marks, reports parsed. One folder per area, each with its Fixtures.
         .testTarget(
-            name: "HeapGenHTMLTests",
-            dependencies: ["HeapGenHTML", "HeapGenReport", "HeapGenDiff", "HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTestSupport"]
-        ),
-        .testTarget(name: "HeapGenAnalysisTests", dependencies: ["HeapGenAnalysis", "HeapGenTrace"]),
-        .testTarget(
-            name: "HeapGenSymbolicationTests",
-            dependencies: ["HeapGenSymbolication", "HeapGenAnalysis", "HeapGenTrace"],
-            exclude: ["Fixtures"]
-        ),
-        .testTarget(
-            name: "HeapGenRecordTests",
+            name: "HeapGenIntegrationTests",
             dependencies: ["HeapGenTrace", "HeapGenTestSupport"],
-            exclude: ["Fixtures"]
+            exclude: ["Recording/Fixtures", "Reports/Fixtures", "DiffExport/Fixtures", "CLI/Fixtures"]
         ),
     ]
 )

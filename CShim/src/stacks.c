@@ -6,7 +6,7 @@
  * node, return address) edge, a stack being the ref of its innermost node.
  * Most stacks share their outer frames, so the arena grows with the distinct
  * edges, not with the whole stacks (a test binary with 593 k distinct stacks
- * filled 256 MiB of whole stacks; see Tests/HeapGenRecordTests/StackStoreTests).
+ * filled 256 MiB of whole stacks; see Tests/HeapGenIntegrationTests/Recording/StackStoreTests).
  *
  * Two private, lock-free indexes; a slot never holds a half-made value
  * (an index entry is written only after the node it names is complete):

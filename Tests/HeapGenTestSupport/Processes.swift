@@ -166,3 +166,10 @@ public func tool(_ name: String, hint: String? = nil) throws -> String {
     }
     return path
 }
+
+/// A JSON number read through `JSONSerialization` as an `Int` (it may come back as `Int` or
+/// `NSNumber`), or nil: the lenient reading every report, diff and gate test uses.
+public func jsonInt(_ any: Any?) -> Int? {
+    if let i = any as? Int { return i }
+    return (any as? NSNumber)?.intValue
+}

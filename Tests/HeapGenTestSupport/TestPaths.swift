@@ -28,15 +28,21 @@ public enum TestPaths {
         return url.path
     }()
 
-    /// The `Fixtures` directory of the test target that holds `filePath`
-    /// (pass `#filePath` from any file of that target, at any depth below
-    /// `Tests/<Target>/`).
+    /// The `Fixtures` directory nearest to `filePath` (pass `#filePath`): the first one found
+    /// going up from the file's directory, at most to `Tests/`. A unit test target keeps one
+    /// at its top (`Tests/HeapGenGateTests/Fixtures`); the integration target keeps one per
+    /// area (`Tests/HeapGenIntegrationTests/Recording/Fixtures`), beside the area's tests.
     public static func fixtures(for filePath: String) -> String {
-        let components = URL(fileURLWithPath: filePath).pathComponents
-        guard let tests = components.lastIndex(of: "Tests"), tests + 1 < components.count else {
-            return URL(fileURLWithPath: filePath).deletingLastPathComponent().path + "/Fixtures"
+        var dir = URL(fileURLWithPath: filePath).deletingLastPathComponent()
+        while dir.lastPathComponent != "Tests" && dir.path != "/" {
+            var isDirectory: ObjCBool = false
+            let candidate = dir.appendingPathComponent("Fixtures").path
+            if FileManager.default.fileExists(atPath: candidate, isDirectory: &isDirectory), isDirectory.boolValue {
+                return candidate
+            }
+            dir.deleteLastPathComponent()
         }
-        return NSString.path(withComponents: Array(components[...(tests + 1)])) + "/Fixtures"
+        return URL(fileURLWithPath: filePath).deletingLastPathComponent().path + "/Fixtures"
     }
 
     /// The build directory: `$HEAPGEN_BUILD_DIR`, else the directory of the

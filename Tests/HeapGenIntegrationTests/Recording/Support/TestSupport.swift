@@ -16,7 +16,7 @@ import XCTest
 // MARK: - Fixtures
 
 enum Fixture {
-    /// Tests/HeapGenRecordTests/Fixtures.
+    /// Tests/HeapGenIntegrationTests/Recording/Fixtures.
     static let directory = TestPaths.fixtures(for: #filePath)
 
     /// Compiles (once per test process) a fixture in Fixtures/ and returns the

@@ -3,7 +3,7 @@
 // to review. Black-box: runs the built binary, 80 columns, no terminal.
 //
 // After an intended change: HEAPGEN_UPDATE_SNAPSHOTS=1 swift test --filter HelpSnapshotTests,
-// then review and commit the files under Tests/HeapGenCLITests/Fixtures/help.
+// then review and commit the files under Tests/HeapGenIntegrationTests/CLI/Fixtures/help.
 
 import Foundation
 import HeapGenTestSupport

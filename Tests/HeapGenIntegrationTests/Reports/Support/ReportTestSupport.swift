@@ -18,7 +18,7 @@ import Glibc
 // MARK: - Fixtures
 
 enum ReportFixture {
-    /// Tests/HeapGenReportTests/Fixtures.
+    /// Tests/HeapGenIntegrationTests/Reports/Fixtures.
     static let directory = TestPaths.fixtures(for: #filePath)
 
     /// Absolute path of a fixture source (a file in Fixtures/, or Fixtures/<Dir>/main.swift).
@@ -91,12 +91,6 @@ struct RunReport {
 }
 
 // MARK: - The report (heapgen-report/1), read leniently
-
-func jsonInt(_ any: Any?) -> Int? {
-    if let i = any as? Int { return i }
-    guard let n = any as? NSNumber else { return nil }
-    return n.intValue
-}
 
 struct Frame {
     let json: [String: Any]

@@ -10,9 +10,9 @@ import XCTest
 
 final class HTMLPageTests: XCTestCase {
     /// Fixtures of the other test targets, reused.
-    static let reportFixtures = TestPaths.repoRoot + "/Tests/HeapGenReportTests/Fixtures"
+    static let reportFixtures = TestPaths.repoRoot + "/Tests/HeapGenIntegrationTests/Reports/Fixtures"
     static let gateFixtures = TestPaths.repoRoot + "/Tests/HeapGenGateTests/Fixtures"
-    static let recordFixtures = TestPaths.repoRoot + "/Tests/HeapGenRecordTests/Fixtures"
+    static let recordFixtures = TestPaths.repoRoot + "/Tests/HeapGenIntegrationTests/Recording/Fixtures"
 
     /// A recorded trace, its JSON report, and its page (`heapgen report --format html`).
     struct Page {

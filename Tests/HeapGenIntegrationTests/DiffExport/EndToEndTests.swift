@@ -11,13 +11,13 @@ import Glibc
 final class DiffEndToEndTests: XCTestCase {
     static let source = "leaky.c"
 
-    func leakLine() throws -> Int { try XCTUnwrap(Fixture.lines(Self.source, containing: "/* LEAK */").first) }
-    func churnLine() throws -> Int { try XCTUnwrap(Fixture.lines(Self.source, containing: "/* CHURN */").first) }
+    func leakLine() throws -> Int { try XCTUnwrap(DiffExportFixture.lines(Self.source, containing: "/* LEAK */").first) }
+    func churnLine() throws -> Int { try XCTUnwrap(DiffExportFixture.lines(Self.source, containing: "/* CHURN */").first) }
 
     /// `--from 1 --to 4`: three cycles of leak_some (3 × 48 bytes each) added and nothing
     /// removed; churn's block replaced (one added, one removed, no change); scratch never live.
     func testDiffBetweenMarksGivesExactAddedAndRemoved() throws {
-        let trace = try HeapGenCLI.record(try Fixture.c(Self.source))
+        let trace = try HeapGenCLI.record(try DiffExportFixture.c(Self.source))
         let diff = try HeapGenCLI.json(["diff", trace, "--from", "1", "--to", "4", "--format", "json"])
         XCTAssertEqual(diff["schema"] as? String, "heapgen-diff/1")
         XCTAssertEqual(diff["mode"] as? String, "marks")
@@ -69,7 +69,7 @@ final class DiffEndToEndTests: XCTestCase {
 
     /// Labels, start and end as points; ambiguous labels and backwards diffs are usage errors.
     func testPointsByLabelStartAndEnd() throws {
-        let trace = try HeapGenCLI.record(try Fixture.c(Self.source))
+        let trace = try HeapGenCLI.record(try DiffExportFixture.c(Self.source))
         let all = try HeapGenCLI.json(["diff", trace, "--from", "start", "--to", "done", "--format", "json"])
         let leak = try XCTUnwrap(all.diffEntries.first { $0.function == "leak_some" })
         XCTAssertEqual(leak.int("objectsBefore"), 0)
@@ -94,7 +94,7 @@ final class DiffEndToEndTests: XCTestCase {
 
     /// The same program twice (different ASLR): every site matched, nothing changed.
     func testTwoRunsOfOneProgramMatchWithZeroDeltas() throws {
-        let program = try Fixture.c(Self.source)
+        let program = try DiffExportFixture.c(Self.source)
         let a = try HeapGenCLI.record(program), b = try HeapGenCLI.record(program)
         if (try? String(contentsOfFile: "/proc/sys/kernel/randomize_va_space", encoding: .utf8))?.hasPrefix("0") == false {
             let biasA = try executableBias(a, program), biasB = try executableBias(b, program)
@@ -121,7 +121,7 @@ final class DiffEndToEndTests: XCTestCase {
 
     /// A variant that leaks twice as much: the leaky site grows by what the variant adds.
     func testVariantLeakingTwiceAsMuchShowsThePositiveDelta() throws {
-        let program = try Fixture.c(Self.source)
+        let program = try DiffExportFixture.c(Self.source)
         let base = try HeapGenCLI.record(program), doubled = try HeapGenCLI.record(program, ["2"])
         let diff = try HeapGenCLI.json(["diff", base, doubled, "--format", "json"])
         let entries = diff.diffEntries
@@ -154,7 +154,7 @@ final class ExportEndToEndTests: XCTestCase {
 
     /// Collapsed stacks add up to what `heapgen info` says is live, for every sample type.
     func testCollapsedTotalsEqualInfo() throws {
-        let trace = try HeapGenCLI.record(try Fixture.c(Self.source))
+        let trace = try HeapGenCLI.record(try DiffExportFixture.c(Self.source))
         let info = try HeapGenCLI.json(["info", trace, "--format", "json"])
         let allocations = info["allocations"] as? [String: Any] ?? [:]
         let allocatedBytes = allocations.values.compactMap { jsonInt(($0 as? [String: Any])?["bytes"]) }.reduce(0, +)
@@ -185,7 +185,7 @@ final class ExportEndToEndTests: XCTestCase {
 
     /// Go's pprof reads the profile: sample types, the leaky function's in-use bytes, generation labels.
     func testPprofReadBackByGoPprof() throws {
-        let trace = try HeapGenCLI.record(try Fixture.c(Self.source))
+        let trace = try HeapGenCLI.record(try DiffExportFixture.c(Self.source))
         let profile = try TestPaths.freshDirectory("pprof") + "/heap.pb.gz"
         _ = try HeapGenCLI.succeed(["export", trace, "--format", "pprof", "--output", profile])
         let go = try GoTool.path()
@@ -193,7 +193,7 @@ final class ExportEndToEndTests: XCTestCase {
         let raw = try GoTool.pprof(go, ["-raw", profile])
         XCTAssertTrue(raw.contains("alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes[dflt]"), raw)
         XCTAssertTrue(raw.contains("leak_some"), raw)
-        XCTAssertTrue(raw.contains("leaky.c:\(try XCTUnwrap(Fixture.lines(Self.source, containing: "/* LEAK */").first))"), raw)
+        XCTAssertTrue(raw.contains("leaky.c:\(try XCTUnwrap(DiffExportFixture.lines(Self.source, containing: "/* LEAK */").first))"), raw)
 
         let top = try GoTool.pprof(go, ["-top", "-sample_index=inuse_space", "-unit=byte", profile])
         let leakRow = try XCTUnwrap(top.split(separator: "\n").first { $0.hasSuffix(" leak_some") }, top)
@@ -214,7 +214,7 @@ final class ExportEndToEndTests: XCTestCase {
     }
 
     func testUsageErrors() throws {
-        let trace = try HeapGenCLI.record(try Fixture.c(Self.source))
+        let trace = try HeapGenCLI.record(try DiffExportFixture.c(Self.source))
         let sampleWithPprof = try HeapGenCLI.run(["export", trace, "--format", "pprof", "--sample", "inuse_space", "--output", "/dev/null"])
         XCTAssertEqual(sampleWithPprof.status, 64, sampleWithPprof.transcript)
         let badSample = try HeapGenCLI.run(["export", trace, "--format", "collapsed", "--sample", "bogus"])

@@ -5,16 +5,14 @@
 // Nothing here skips: without Debian's `chromium` the test fails with the command to run.
 
 import Foundation
-import HeapGenTestSupport
-import XCTest
 
-enum Browser {
+public enum Browser {
     /// The flags every run uses (root needs --no-sandbox; no GPU in CI).
-    static let flags = ["--headless=new", "--disable-gpu", "--no-sandbox", "--virtual-time-budget=2000",
+    public static let flags = ["--headless=new", "--disable-gpu", "--no-sandbox", "--virtual-time-budget=2000",
                         "--no-first-run", "--disable-extensions", "--disable-background-networking",
                         "--disable-component-update", "--disable-sync"]
 
-    static func chromium() throws -> String {
+    public static func chromium() throws -> String {
         try tool("chromium", hint: "apt-get install -y chromium (.ci/run installs it)")
     }
 
@@ -24,7 +22,7 @@ enum Browser {
     }
 
     /// The DOM of `file` after its script ran (`--dump-dom`).
-    static func dom(_ file: String) throws -> String {
+    public static func dom(_ file: String) throws -> String {
         let r = try runProcess(try chromium(), flags + ["--user-data-dir=\(try profile())", "--dump-dom",
                                                         URL(fileURLWithPath: file).absoluteString], timeout: 120)
         guard r.status == 0, r.stdoutText.contains("</html>") else {
@@ -34,7 +32,7 @@ enum Browser {
     }
 
     /// A PNG screenshot of `file` at `width`×`height`: its path.
-    static func screenshot(_ file: String, width: Int = 1200, height: Int = 1600) throws -> String {
+    public static func screenshot(_ file: String, width: Int = 1200, height: Int = 1600) throws -> String {
         let png = file + ".png"
         try? FileManager.default.removeItem(atPath: png)
         let r = try runProcess(try chromium(), flags + ["--user-data-dir=\(try profile())", "--hide-scrollbars",
@@ -48,14 +46,14 @@ enum Browser {
 
     /// What a PNG holds: its size, the number of distinct colours (6 bits per channel) and
     /// the share of its most common colour. Chromium decodes it onto a canvas.
-    struct Pixels {
-        var width: Int
-        var height: Int
-        var colors: Int
-        var dominantShare: Double
+    public struct Pixels {
+        public var width: Int
+        public var height: Int
+        public var colors: Int
+        public var dominantShare: Double
     }
 
-    static func pixels(_ png: String) throws -> Pixels {
+    public static func pixels(_ png: String) throws -> Pixels {
         guard let data = FileManager.default.contents(atPath: png) else { throw TestSupportError("cannot read \(png)") }
         let page = png + ".check.html"
         let html = """
@@ -87,9 +85,9 @@ enum Browser {
 }
 
 /// Reading the serialized DOM.
-enum DOM {
+public enum DOM {
     /// Every match of `pattern`'s first capture group (or whole match) in `text`.
-    static func captures(_ pattern: String, in text: String, group: Int = 1) -> [String] {
+    public static func captures(_ pattern: String, in text: String, group: Int = 1) -> [String] {
         guard let re = try? NSRegularExpression(pattern: pattern, options: [.dotMatchesLineSeparators]) else { return [] }
         let ns = text as NSString
         return re.matches(in: text, range: NSRange(location: 0, length: ns.length)).map {
@@ -99,14 +97,14 @@ enum DOM {
     }
 
     /// `&amp;` and friends back to characters.
-    static func unescape(_ s: String) -> String {
+    public static func unescape(_ s: String) -> String {
         s.replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
             .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&#39;", with: "'")
             .replacingOccurrences(of: "&amp;", with: "&")
     }
 
     /// The `<svg id="ID">…</svg>` element.
-    static func element(id: String, tag: String, in text: String) -> String? {
+    public static func element(id: String, tag: String, in text: String) -> String? {
         guard let start = text.range(of: "<\(tag) [^>]*id=\"\(id)\"", options: .regularExpression),
               let end = text.range(of: "</\(tag)>", range: start.upperBound..<text.endIndex) else { return nil }
         return String(text[start.lowerBound..<end.upperBound])
@@ -114,7 +112,7 @@ enum DOM {
 
     /// URLs the page would load: `src`/`href`/`url(`/`@import` pointing at a network or
     /// protocol-relative address (an SVG's `xmlns` is a name, not a load).
-    static func externalReferences(_ text: String) -> [String] {
+    public static func externalReferences(_ text: String) -> [String] {
         let loading: Set<String> = ["src", "href", "xlink:href", "action", "poster", "data", "srcset", "formaction"]
         var found: [String] = []
         // Attributes tag by tag: a quoted value is consumed whole, so text inside it is never an attribute.

@@ -12,8 +12,8 @@ import HeapGenTestSupport
 
 // MARK: - Fixtures
 
-enum Fixture {
-    /// Tests/HeapGenDiffExportTests/Fixtures.
+enum DiffExportFixture {
+    /// Tests/HeapGenIntegrationTests/DiffExport/Fixtures.
     static let directory = TestPaths.fixtures(for: #filePath)
 
     static func sourcePath(_ source: String) -> String { directory + "/" + source }
@@ -30,11 +30,6 @@ enum Fixture {
 }
 
 // MARK: - heapgen-diff/1
-
-func jsonInt(_ any: Any?) -> Int? {
-    if let i = any as? Int { return i }
-    return (any as? NSNumber)?.intValue
-}
 
 /// One entry of a heapgen-diff/1 document, read leniently.
 struct DiffEntry: CustomStringConvertible {

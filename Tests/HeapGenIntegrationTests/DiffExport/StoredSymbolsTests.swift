@@ -13,7 +13,7 @@ final class StoredSymbolsTests: XCTestCase {
     func testTraceOfARebuiltProgramReportsAndDiffsByItsStoredSymbols() throws {
         let dir = try TestPaths.freshDirectory("rebuilt")
         let program = dir + "/rebuilt"
-        let source = Fixture.sourcePath("rebuilt.c")
+        let source = DiffExportFixture.sourcePath("rebuilt.c")
         func build(_ flags: [String]) throws {
             let r = try runProcess("/usr/bin/cc", ["-O2", "-g", "-std=gnu11", "-Wall", "-fno-optimize-sibling-calls"] + flags + ["-o", program, source], timeout: 120)
             XCTAssertEqual(r.status, 0, r.transcript)
@@ -23,7 +23,7 @@ final class StoredSymbolsTests: XCTestCase {
             let line = String(decoding: r.stdout, as: UTF8.self).split(separator: "\n").first { $0.hasSuffix(" " + symbol) }
             return try XCTUnwrap(line.map { String($0.split(separator: " ")[0]) }, "nm: no \(symbol)")
         }
-        let leakLine = try XCTUnwrap(try Fixture.lines("rebuilt.c", containing: "LEAK_LINE").first)
+        let leakLine = try XCTUnwrap(try DiffExportFixture.lines("rebuilt.c", containing: "LEAK_LINE").first)
 
         try build([])
         let oldAddress = try address(of: "leak_block")
