@@ -54,8 +54,9 @@ let package = Package(
         // The trace file: records, writer, reader, validation, the live-heap model.
         // (HeapGenUnits: the one wording of incomplete stacks.)
         .target(name: "HeapGenTrace", dependencies: ["HeapGenUnits"]),
-        // Units for people: counts, bytes and durations printed, sizes and durations parsed.
-        // Depends on nothing, so every module that prints or parses them can use it.
+        // Units for people: counts, bytes and durations printed, sizes and durations parsed;
+        // and the one XML/HTML escaper (HTML pages, JUnit). Depends on nothing, so every
+        // module that prints, parses or writes markup can use it.
         .target(name: "HeapGenUnits"),
         // One strict JSON reader (with caps) and one string quoter; depends on nothing.
         .target(name: "HeapGenJSON"),

@@ -238,6 +238,22 @@ struct Accumulator {
             HeapDiff.Change(objectsBefore: objectsBefore, objectsAfter: objectsAfter, bytesBefore: bytesBefore,
                             bytesAfter: bytesAfter, added: added, removed: removed)
         }
+
+        /// Adds `c`'s objects and bytes at both points.
+        mutating func addCounts(_ c: HeapDiff.Change) {
+            objectsBefore &+= c.objectsBefore
+            objectsAfter &+= c.objectsAfter
+            bytesBefore &+= c.bytesBefore
+            bytesAfter &+= c.bytesAfter
+        }
+
+        /// Adds `c`: its counts, and its added and removed amounts where it has them (a sum
+        /// has them when one of its parts had them).
+        mutating func add(_ c: HeapDiff.Change) {
+            addCounts(c)
+            if let a = c.added { added = Accumulator.plus(added, a) }
+            if let r = c.removed { removed = Accumulator.plus(removed, r) }
+        }
     }
 
     let depth: Int
@@ -260,12 +276,7 @@ struct Accumulator {
         }
         var sum = sums[i]
         let c = row.change
-        sum.objectsBefore &+= c.objectsBefore
-        sum.objectsAfter &+= c.objectsAfter
-        sum.bytesBefore &+= c.bytesBefore
-        sum.bytesAfter &+= c.bytesAfter
-        if let a = c.added { sum.added = Self.plus(sum.added, a) }
-        if let r = c.removed { sum.removed = Self.plus(sum.removed, r) }
+        sum.add(c)
         sum.sites += 1
         // Frames: preferably the new side's, from its largest site.
         let isNew = row.side == .new
@@ -299,12 +310,7 @@ struct Accumulator {
         for s in sums {
             guard let name = s.typeName else { continue }
             var t = byType[name] ?? Sum(typeName: name)
-            t.objectsBefore &+= s.objectsBefore
-            t.objectsAfter &+= s.objectsAfter
-            t.bytesBefore &+= s.bytesBefore
-            t.bytesAfter &+= s.bytesAfter
-            if let a = s.added { t.added = Self.plus(t.added, a) }
-            if let r = s.removed { t.removed = Self.plus(t.removed, r) }
+            t.add(s.change)
             byType[name] = t
         }
         let types = Self.sorted(byType.map { HeapDiff.TypeEntry(typeName: $0.key, change: $0.value.change) },
@@ -312,10 +318,9 @@ struct Accumulator {
 
         var total = Sum()
         for s in sums {
-            total.objectsBefore &+= s.objectsBefore
-            total.objectsAfter &+= s.objectsAfter
-            total.bytesBefore &+= s.bytesBefore
-            total.bytesAfter &+= s.bytesAfter
+            total.addCounts(s.change)
+            // Between marks the totals always carry added and removed (zero when no part had
+            // them); between traces never.
             if mode == .marks {
                 total.added = Self.plus(total.added, s.added ?? .zero)
                 total.removed = Self.plus(total.removed, s.removed ?? .zero)

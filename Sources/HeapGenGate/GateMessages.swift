@@ -43,7 +43,7 @@ public enum GateMessages {
             }
         }
         for entry in v.fixedEntries {
-            lines.append("heapgen: fixed — remove from the baseline: \(entry.site.isEmpty ? entry.signature.canonicalText : entry.site)")
+            lines.append("heapgen: fixed — remove from the baseline: \(fixedName(entry))")
         }
         for warning in v.warnings { lines.append("heapgen: warning: \(warning)") }
         // LeakSanitizer's own summary line for the failing leaks, before the verdict's.
@@ -123,9 +123,15 @@ public enum GateMessages {
             }
         }
         for e in v.fixedEntries {
-            notes.append("Gate: fixed — remove from the baseline: \(e.site.isEmpty ? e.signature.canonicalText : e.site).")
+            notes.append("Gate: fixed — remove from the baseline: \(fixedName(e)).")
         }
         return notes
+    }
+
+    /// How the verdict lines and report notes name a fixed baseline entry: its site, or its
+    /// signature for an entry written without one.
+    static func fixedName(_ entry: Baseline.Entry) -> String {
+        entry.site.isEmpty ? entry.signature.canonicalText : entry.site
     }
 
     // MARK: - Phrases

@@ -102,24 +102,9 @@ public enum JUnitWriter {
         return "    <testcase classname=\"heapgen.gate\" name=\"\(escape(name))\">\n\(body)    </testcase>\n"
     }
 
-    /// XML text and attribute escaping; characters XML 1.0 cannot carry become `?`.
-    public static func escape(_ s: String) -> String {
-        var out = ""
-        out.reserveCapacity(s.utf8.count)
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&apos;"
-            case "\n", "\t", "\r": out.unicodeScalars.append(scalar)
-            default:
-                let v = scalar.value
-                let valid = (v >= 0x20 && v <= 0xD7FF) || (v >= 0xE000 && v <= 0xFFFD) || v >= 0x10000
-                if valid { out.unicodeScalars.append(scalar) } else { out += "?" }
-            }
-        }
-        return out
+    /// XML text and attribute escaping (the one escaper's XML dialect: `'` as `&apos;`,
+    /// characters XML 1.0 cannot carry as `?`).
+    static func escape(_ s: String) -> String {
+        MarkupEscaper.escape(s, for: .xml)
     }
 }

@@ -76,9 +76,7 @@ public enum MarkdownSummary {
 
     /// ` (file:line)` by file base name, else ` (module)`.
     static func place(_ frame: Report.Frame) -> String {
-        if let file = frame.file { return " (\(cell(SiteText.baseName(file)))\(frame.line.map { ":\($0)" } ?? ""))" }
-        if let module = frame.module { return " (\(cell(SiteText.baseName(module))))" }
-        return ""
+        SiteText.place(frame) { cell(SiteText.baseName($0)) }
     }
 
     /// A code span safe inside a table cell (no backticks, pipes escaped, one line).

@@ -25,13 +25,15 @@ public enum SiteText {
     /// `function (file:line)`, else `function (module)`, else `0xADDR (module)`; the file and
     /// module by their last path component.
     public static func frameText(_ frame: Report.Frame) -> String {
-        var text = functionName(frame)
-        if let file = frame.file {
-            text += " (\(baseName(file))\(frame.line.map { ":\($0)" } ?? ""))"
-        } else if let module = frame.module {
-            text += " (\(baseName(module)))"
-        }
-        return text
+        functionName(frame) + place(frame, path: baseName)
+    }
+
+    /// ` (file:line)`, else ` (module)`, else nothing: where a frame is, each path as `path`
+    /// shows it (the one rule of one-line frames, whole paths or base names, plain or in Markdown).
+    static func place(_ frame: Report.Frame, path: (String) -> String) -> String {
+        if let file = frame.file { return " (\(path(file))\(frame.line.map { ":\($0)" } ?? ""))" }
+        if let module = frame.module { return " (\(path(module)))" }
+        return ""
     }
 
     /// The short function name, else the full one, else the address.
@@ -52,13 +54,7 @@ public enum SiteText {
         guard !finding.frames.isEmpty else { return ["(no stack)"] }
         let start = min(finding.userFrame ?? 0, finding.frames.count - 1)
         return finding.frames[start...].prefix(limit).map { frame in
-            var line = "at " + functionName(frame)
-            if let file = frame.file {
-                line += " (\(file)\(frame.line.map { ":\($0)" } ?? ""))"
-            } else if let module = frame.module {
-                line += " (\(module))"
-            }
-            return line
+            "at " + functionName(frame) + place(frame) { $0 }
         }
     }
 

@@ -2,24 +2,14 @@
 
 import HeapGenJSON
 import HeapGenReport
+import HeapGenUnits
 
 /// Text helpers for building HTML by hand: escaping, compact numbers, frame names.
 enum HTMLText {
-    /// `text` with `& < > " '` escaped, safe in element content and quoted attributes.
+    /// `text` with `& < > " '` escaped, safe in element content and quoted attributes (the
+    /// one escaper's HTML dialect: `'` as `&#39;`, every other character kept).
     static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for c in text.unicodeScalars {
-            switch c {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.unicodeScalars.append(c)
-            }
-        }
-        return out
+        MarkupEscaper.escape(text, for: .html)
     }
 
     /// A coordinate with at most one decimal (SVG stays small).

@@ -78,13 +78,13 @@ enum TraceSymbolStore {
         guard !requests.isEmpty else { return [] }
         let answers = symbolizer.symbolize(requests)
         var entries: [ModuleKey: [SymbolsRecord.Entry]] = [:]
-        for (i, frames) in answers.enumerated() {
+        for (i, answer) in answers.enumerated() {
             // Only what the files answered for this very build: nothing stale, nothing empty.
-            guard !frames.contains(where: \.stale),
-                  frames.contains(where: { $0.function != nil || $0.file != nil }) else { continue }
+            guard !answer.stale,
+                  answer.frames.contains(where: { $0.function != nil || $0.file != nil }) else { continue }
             entries[owners[i], default: []].append(SymbolsRecord.Entry(
-                offset: requests[i].moduleOffset,
-                frames: frames.map { StoredFrame(function: $0.function, shortFunction: $0.shortFunction,
+                offset: answer.moduleOffset,
+                frames: answer.frames.map { StoredFrame(function: $0.function, shortFunction: $0.shortFunction,
                                                  file: $0.file, line: $0.line, column: $0.column) }))
         }
         return order.compactMap { key in

@@ -1,3 +1,5 @@
+// The addr2line backend, for when no llvm-symbolizer is found: a process per module and batch.
+
 /// The last-resort backend: binutils `addr2line -a -f -i -C -e MODULE`, one short-lived
 /// process per module and batch, addresses on stdin. No columns; C++ demangled by `-C`,
 /// Swift names are demangled afterwards like llvm-symbolizer's.
@@ -76,11 +78,11 @@ final class Addr2LineBackend: SymbolizerBackend {
         }
         guard blocks.count == count else { return nil }
         return blocks.map { lines in
-            var frames: [RawFrame] = []
+            var frames: [SymbolicatedFrame] = []
             var i = 0
             while i + 1 < lines.count {
                 let (file, lineNumber) = splitLocation(lines[i + 1])
-                let f = RawFrame(rawFunction: lines[i], rawFile: file, rawLine: lineNumber, rawColumn: nil)
+                let f = SymbolicatedFrame(backendFunction: lines[i], file: file, line: lineNumber, column: nil)
                 if f.function != nil || f.file != nil { frames.append(f) }
                 i += 2
             }

@@ -188,10 +188,10 @@ final class LLVMSymbolizerBackend: SymbolizerBackend {
         if replyAddress != address { return .desynchronized }
         if reply["Error"] != nil { return .answer(.failed) }
         guard let symbols = reply["Symbol"]?.array else { return .garbled }
-        var frames: [RawFrame] = []
+        var frames: [SymbolicatedFrame] = []
         for s in symbols {
-            let f = RawFrame(rawFunction: s["FunctionName"]?.string, rawFile: s["FileName"]?.string,
-                             rawLine: s["Line"]?.int, rawColumn: s["Column"]?.int)
+            let f = SymbolicatedFrame(backendFunction: s["FunctionName"]?.string, file: s["FileName"]?.string,
+                                      line: s["Line"]?.int, column: s["Column"]?.int)
             if f.function == nil && f.file == nil && f.line == nil { continue }
             frames.append(f)
         }

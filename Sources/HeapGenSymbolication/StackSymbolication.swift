@@ -126,7 +126,7 @@ public struct StackSymbolication: Sendable {
             notes.append("No symbolizer was found (llvm-symbolizer or addr2line; HEAPGEN_SYMBOLIZER names one): frames show addresses only.")
         }
         var stale = Set<String>()
-        for frames in answers { for f in frames where f.stale { stale.insert(f.module) } }
+        for (request, answer) in zip(requests, answers) where answer.stale { stale.insert(request.module.path) }
         if !stale.isEmpty {
             let names = stale.sorted().prefix(3).joined(separator: ", ")
             let more = stale.count > 3 ? " and \(stale.count - 3) more" : ""
@@ -143,7 +143,7 @@ public struct StackSymbolication: Sendable {
                                                frames: [SymbolicatedFrame(module: nil, address: step.address)])
                 }
                 return SymbolicatedAddress(address: step.address, module: step.module,
-                                           frames: answers[r].map(SymbolicatedFrame.init))
+                                           frames: answers[r].frames)
             }
             out[id] = SymbolicatedStack(addresses: addresses)
         }

@@ -1,3 +1,5 @@
+// The symbols a trace stored when it was recorded, as symbolizer answers.
+
 import HeapGenTrace
 
 /// The symbols a trace stored when it was recorded (its `symbols` records): per module (path,
@@ -8,7 +10,7 @@ import HeapGenTrace
 ///
 /// ```swift
 /// let stored = StoredSymbols(tracePath: path)      // empty for a trace without symbols
-/// let frames = symbolizer.symbolize(requests, stored: stored)
+/// let answers = symbolizer.symbolize(requests, stored: stored)
 /// ```
 public struct StoredSymbols: Sendable {
     private struct Key: Hashable {
@@ -41,13 +43,15 @@ public struct StoredSymbols: Sendable {
         self.init(records)
     }
 
-    /// The stored frames of `request` (innermost inlined frame first), nil when not stored.
-    public func frames(for request: SymbolizationRequest) -> [SymbolizedFrame]? {
+    /// The stored answer for `request` (its frames innermost inlined frame first), nil when not
+    /// stored. Never stale: only what the files answered for this very build was stored.
+    public func answer(for request: SymbolizationRequest) -> SymbolizationResult? {
         guard let stored = table[Key(module: request.module, offset: request.moduleOffset)] else { return nil }
-        return stored.enumerated().map { i, f in
-            SymbolizedFrame(function: f.function, shortFunction: f.shortFunction ?? f.function, file: f.file,
-                            line: f.line, column: f.column, module: request.module.path, address: request.address,
-                            moduleOffset: request.moduleOffset, inlined: i < stored.count - 1, stale: false)
+        let frames = stored.enumerated().map { i, f in
+            SymbolicatedFrame(function: f.function, shortFunction: f.shortFunction ?? f.function, file: f.file,
+                              line: f.line, column: f.column, module: request.module.path, address: request.address,
+                              inlined: i < stored.count - 1)
         }
+        return SymbolizationResult(frames: frames, moduleOffset: request.moduleOffset, stale: false)
     }
 }

@@ -5,8 +5,8 @@
 /// that physically contains the address, all with the same ``address``.
 ///
 /// Its JSON is the frame of heapgen-report/1 and heapgen-diff/1 (`Report.Frame` is this type).
-/// ``SymbolizedFrame`` is one symbolizer lookup's answer (with staleness and module offset);
-/// ``StackSymbolication`` turns those into these.
+/// It is also the frame of the symbolizer's answers: what only a lookup knows (staleness,
+/// module offset) travels beside the frames in ``SymbolizationResult``.
 public struct SymbolicatedFrame: Codable, Sendable, Equatable {
     /// Demangled function name, `nil` when unknown.
     public var function: String?
@@ -83,13 +83,5 @@ public struct SymbolicatedFrame: Codable, Sendable, Equatable {
     public static func parseAddress(_ text: String) -> UInt64? {
         guard text.hasPrefix("0x") || text.hasPrefix("0X"), text.count > 2 else { return nil }
         return UInt64(text.dropFirst(2), radix: 16)
-    }
-}
-
-extension SymbolicatedFrame {
-    /// The frame of one symbolizer answer (its module path is the recorded one).
-    package init(_ s: SymbolizedFrame) {
-        self.init(function: s.function, shortFunction: s.shortFunction, file: s.file, line: s.line,
-                  column: s.column, module: s.module, address: s.address, inlined: s.inlined)
     }
 }

@@ -1,3 +1,5 @@
+// The symbolizer: recorded addresses to frames, from stored symbols or the module files on disk.
+
 import Foundation
 
 /// Turns recorded return addresses into functions, files, lines and inlined frames, after the
@@ -6,13 +8,14 @@ import Foundation
 ///
 /// ```swift
 /// let symbolizer = Symbolizer()
-/// let frames = symbolizer.symbolize([(module: exe, address: 0x5555_5555_5190)])
-/// // frames[0]: innermost inlined frame first, the physical function last.
+/// let answers = symbolizer.symbolize([(module: exe, address: 0x5555_5555_5190)])
+/// // answers[0].frames: innermost inlined frame first, the physical function last.
 /// ```
 ///
 /// Never fails: whatever can't be resolved (no symbolizer, stale or missing module, address
 /// outside the module, a symbolizer that crashes or hangs) comes back as one frame with
-/// `function == nil` and the module and offset. Thread-safe (calls are serialized).
+/// `function == nil` and the module and address (``SymbolizationResult``). Thread-safe
+/// (calls are serialized).
 public final class Symbolizer: @unchecked Sendable {
     /// The program doing the lookups.
     public let backend: Backend
@@ -32,15 +35,10 @@ public final class Symbolizer: @unchecked Sendable {
     }
     private var fileIDs: [FileKey: Int] = [:]
     private var filePaths: [String] = []
-    /// A frame without the request-specific parts.
-    private struct CachedFrame {
-        var function: String?
-        var shortFunction: String?
-        var file: String?
-        var line: Int?
-        var column: Int?
-    }
-    private var cache: [CacheKey: [CachedFrame]] = [:]
+    /// Per file and virtual address, the frames demangled and marked inlined, without the
+    /// request-specific parts (`module` nil, `address` 0): one file serves every module path
+    /// and load bias it was mapped at. Assembly sets both per request.
+    private var cache: [CacheKey: [SymbolicatedFrame]] = [:]
     private let maxCacheEntries = 2_000_000
 
     public init(options: Options = Options()) {
@@ -76,33 +74,33 @@ public final class Symbolizer: @unchecked Sendable {
         resolver = ModuleResolver(debugFileDirectories: options.debugFileDirectories)
     }
 
-    /// Symbolizes a batch: one array of frames per request, in order.
-    public func symbolize(_ requests: [(module: Module, address: UInt64)], isReturnAddress: Bool = true) -> [[SymbolizedFrame]] {
+    /// Symbolizes a batch: one answer per request, in order.
+    public func symbolize(_ requests: [(module: Module, address: UInt64)], isReturnAddress: Bool = true) -> [SymbolizationResult] {
         symbolize(requests.map { SymbolizationRequest(module: $0.module, address: $0.address, isReturnAddress: isReturnAddress) })
     }
 
     /// Symbolizes one address.
-    public func symbolize(_ request: SymbolizationRequest) -> [SymbolizedFrame] {
+    public func symbolize(_ request: SymbolizationRequest) -> SymbolizationResult {
         symbolize([request])[0]
     }
 
-    /// Symbolizes a batch: one array of frames per request, in order (each innermost inlined
+    /// Symbolizes a batch: one answer per request, in order (its frames innermost inlined
     /// frame first, never empty). Requests `stored` holds (the symbols a trace stored when it
     /// was recorded) are answered from it, without looking at any file; the others as usual.
-    public func symbolize(_ requests: [SymbolizationRequest], stored: StoredSymbols?) -> [[SymbolizedFrame]] {
+    public func symbolize(_ requests: [SymbolizationRequest], stored: StoredSymbols?) -> [SymbolizationResult] {
         guard let stored, !stored.isEmpty else { return symbolize(requests) }
-        var out: [[SymbolizedFrame]?] = requests.map { stored.frames(for: $0) }
+        var out: [SymbolizationResult?] = requests.map { stored.answer(for: $0) }
         let missing = out.indices.filter { out[$0] == nil }
         if !missing.isEmpty {
             let answers = symbolize(missing.map { requests[$0] })
-            for (i, frames) in zip(missing, answers) { out[i] = frames }
+            for (i, answer) in zip(missing, answers) { out[i] = answer }
         }
-        return out.map { $0 ?? [] }
+        return out.compactMap { $0 }   // every request answered, stored or looked up
     }
 
-    /// Symbolizes a batch: one array of frames per request, in order (each innermost inlined
+    /// Symbolizes a batch: one answer per request, in order (its frames innermost inlined
     /// frame first, never empty).
-    public func symbolize(_ requests: [SymbolizationRequest]) -> [[SymbolizedFrame]] {
+    public func symbolize(_ requests: [SymbolizationRequest]) -> [SymbolizationResult] {
         lock.lock()
         defer { lock.unlock() }
 
@@ -152,7 +150,7 @@ public final class Symbolizer: @unchecked Sendable {
         var missing: [CacheKey] = []
         var seen = Set<CacheKey>()
         for case let k? in keys where cache[k] == nil && seen.insert(k).inserted { missing.append(k) }
-        var fresh: [CacheKey: [CachedFrame]] = [:]
+        var fresh: [CacheKey: [SymbolicatedFrame]] = [:]
         if let lookup, !missing.isEmpty {
             let outcomes = lookup.lookup(missing.map { BackendQuery(path: filePaths[$0.file], address: $0.address) })
             var names: Set<String> = []
@@ -161,10 +159,13 @@ public final class Symbolizer: @unchecked Sendable {
             if cache.count + missing.count > maxCacheEntries { cache.removeAll(keepingCapacity: true) }
             for (k, outcome) in zip(missing, outcomes) {
                 guard case .frames(let fs) = outcome else { continue }   // failed: not cached
-                let frames = fs.map { f -> CachedFrame in
+                let frames = fs.enumerated().map { j, f -> SymbolicatedFrame in
+                    var frame = f
                     let d = f.function.flatMap { demangled[$0] }
-                    return CachedFrame(function: d?.full ?? f.function, shortFunction: d?.short ?? f.function,
-                                       file: f.file, line: f.line, column: f.column)
+                    frame.function = d?.full ?? f.function
+                    frame.shortFunction = d?.short ?? f.function
+                    frame.inlined = j < fs.count - 1
+                    return frame
                 }
                 cache[k] = frames
                 fresh[k] = frames
@@ -172,25 +173,19 @@ public final class Symbolizer: @unchecked Sendable {
         }
 
         // 3. Assemble.
-        var out: [[SymbolizedFrame]] = []
+        var out: [SymbolizationResult] = []
         out.reserveCapacity(requests.count)
         for (i, r) in requests.enumerated() {
-            let base = SymbolizedFrame(module: r.module.path, address: r.address, moduleOffset: r.moduleOffset,
-                                       inlined: false, stale: stale[i])
             guard let k = keys[i], let frames = cache[k] ?? fresh[k], !frames.isEmpty else {
-                out.append([base])
+                out.append(.unresolved(r, stale: stale[i]))
                 continue
             }
-            out.append(frames.enumerated().map { j, f in
-                var s = base
-                s.function = f.function
-                s.shortFunction = f.shortFunction
-                s.file = f.file
-                s.line = f.line
-                s.column = f.column
-                s.inlined = j < frames.count - 1
-                return s
-            })
+            out.append(SymbolizationResult(frames: frames.map { f in
+                var frame = f
+                frame.module = r.module.path
+                frame.address = r.address
+                return frame
+            }, moduleOffset: r.moduleOffset, stale: stale[i]))
         }
         return out
     }

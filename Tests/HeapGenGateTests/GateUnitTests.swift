@@ -300,8 +300,12 @@ final class BaselineTests: XCTestCase {
 }
 
 final class WriterTests: XCTestCase {
+    /// JUnit escapes with the XML dialect of the one escaper: `&apos;`, and `?` for what XML 1.0 cannot carry.
     func testXMLEscaping() {
-        XCTAssertEqual(JUnitWriter.escape("a<b>&\"c'\u{1}"), "a&lt;b&gt;&amp;&quot;c&apos;?")
+        let f = Synthetic.finding(function: "a<b>&\"c'\u{1}")
+        let report = Synthetic.report([f])
+        let xml = JUnitWriter.render(Gate.evaluate(report, policy: GatePolicy(failOn: [.abandoned])), report: report)
+        XCTAssertTrue(xml.contains(#"name="blocks at a&lt;b&gt;&amp;&quot;c&apos;? (app.c:10)""#), xml)
     }
 
     func testMarkdownEscapesPipesInCells() {

@@ -11,7 +11,7 @@ final class CSymbolicationTests: XCTestCase {
         let exe = try fx.cProgram()
         let m = module(exe)
         let fn = try fx.symbol(exe, "compute_total")
-        let results = Symbolizer().symbolize(scan(m, fn))
+        let results = Symbolizer().symbolize(scan(m, fn)).map(\.frames)
         let inlineRange = fx.functionLines("inline.c", "static inline int scale_value")
         let callLine = fx.markerLine("inline.c", "compute_total call")
 
@@ -31,7 +31,7 @@ final class CSymbolicationTests: XCTestCase {
         for r in results { XCTAssertEqual(r.last?.function, "compute_total") }
 
         // Same chain as binutils addr2line gives for one of those addresses.
-        if let addr2line = findTool(["addr2line"]), let a = chains.first?.first?.moduleOffset {
+        if let addr2line = findTool(["addr2line"]), let a = chains.first?.first.map({ $0.address - m.loadBias }) {
             let out = try runProgram(addr2line, ["-f", "-i", "-e", exe, "0x" + String(a, radix: 16)]).out
             let names = out.split(separator: "\n").enumerated().filter { $0.offset % 2 == 0 }.map { String($0.element) }
             XCTAssertEqual(names, chains.first!.map { $0.function ?? "?" })
@@ -46,14 +46,14 @@ final class CSymbolicationTests: XCTestCase {
         let fn = try fx.symbol(exe, "make_buffer")
         let s = Symbolizer()
         let exact = s.symbolize(SymbolizationRequest(module: m, address: fn.address + 1, isReturnAddress: false))
-        XCTAssertEqual(exact.last?.function, "make_buffer")
-        XCTAssertTrue(fx.functionLines("inline.c", "void *make_buffer").contains(exact.last?.line ?? -1))
-        XCTAssertEqual(exact.last?.moduleOffset, fn.address + 1)
+        XCTAssertEqual(exact.frames.last?.function, "make_buffer")
+        XCTAssertTrue(fx.functionLines("inline.c", "void *make_buffer").contains(exact.frames.last?.line ?? -1))
+        XCTAssertEqual(exact.moduleOffset, fn.address + 1)
 
         let asReturn = s.symbolize([(module: m, address: fn.address)])[0]
-        XCTAssertNotEqual(asReturn.last?.function, "make_buffer")
-        XCTAssertEqual(asReturn.last?.address, fn.address)
-        XCTAssertEqual(asReturn.last?.moduleOffset, fn.address)
+        XCTAssertNotEqual(asReturn.frames.last?.function, "make_buffer")
+        XCTAssertEqual(asReturn.frames.last?.address, fn.address)
+        XCTAssertEqual(asReturn.moduleOffset, fn.address)
     }
 
     /// A shared library as if loaded at 0x7f12_3456_0000: runtime address = nm value + bias.
@@ -66,12 +66,13 @@ final class CSymbolicationTests: XCTestCase {
             let m = module(lib, loadBias: bias)
             for (name, signature) in [("shlib_make_record", "shlib_make_record(int id"), ("shlib_checksum", "int shlib_checksum(")] {
                 let sym = try fx.symbol(lib, name)
-                let frames = s.symbolize(SymbolizationRequest(module: m, address: bias + sym.address + 4, isReturnAddress: false))
+                let answer = s.symbolize(SymbolizationRequest(module: m, address: bias + sym.address + 4, isReturnAddress: false))
+                let frames = answer.frames
                 XCTAssertEqual(frames.last?.function, name, lib)
                 XCTAssertEqual(frames.last?.module, lib)
                 XCTAssertEqual(frames.last?.address, bias + sym.address + 4)
-                XCTAssertEqual(frames.last?.moduleOffset, sym.address + 4)
-                XCTAssertEqual(frames.last?.stale, false)
+                XCTAssertEqual(answer.moduleOffset, sym.address + 4)
+                XCTAssertEqual(answer.stale, false)
                 XCTAssertEqual(frames.last?.file.map { ($0 as NSString).lastPathComponent }, "shlib.c")
                 XCTAssertTrue(fx.functionLines("shlib.c", signature).contains(frames.last?.line ?? -1), "\(lib) \(name) line \(frames.last?.line as Any)")
             }
@@ -88,7 +89,7 @@ final class CSymbolicationTests: XCTestCase {
         let offset = UInt64(fields[1].dropFirst(2), radix: 16)!, vaddr = UInt64(fields[2].dropFirst(2), radix: 16)!
         XCTAssertNotEqual(offset, vaddr, "lld layout changed; this test needs text vaddr ≠ offset")
         let sym = try fx.symbol(lib, "shlib_checksum")
-        let frames = Symbolizer().symbolize(SymbolizationRequest(module: module(lib), address: sym.address + 1, isReturnAddress: false))
+        let frames = Symbolizer().symbolize(SymbolizationRequest(module: module(lib), address: sym.address + 1, isReturnAddress: false)).frames
         XCTAssertEqual(frames.last?.function, "shlib_checksum")
     }
 
@@ -96,7 +97,7 @@ final class CSymbolicationTests: XCTestCase {
         let exe = try fx.cppProgram()
         let sym = try fx.symbols(exe).first { $0.name.hasPrefix("_ZN2ns3FooIiE3bar") }
         let bar = try XCTUnwrap(sym)
-        let frames = Symbolizer().symbolize(scan(module(exe), bar))
+        let frames = Symbolizer().symbolize(scan(module(exe), bar)).map(\.frames)
         XCTAssertTrue(frames.allSatisfy { $0.last?.function?.contains("ns::Foo<int>::bar") == true }, "\(frames.map { $0.last?.function })")
         let mark = fx.markerLine("templ.cpp", "Foo::bar start")
         let lines = Set(frames.flatMap { $0.compactMap(\.line) })
@@ -107,10 +108,10 @@ final class CSymbolicationTests: XCTestCase {
     func testAddressOutsideModuleSegments() throws {
         let exe = try fx.cProgram()
         let m = module(exe, loadBias: 0x5555_0000_0000)
-        let frames = Symbolizer().symbolize([(module: m, address: 0x5555_0000_0000 + 0x4000_0000)])[0]
-        XCTAssertEqual(frames.count, 1)
-        XCTAssertNil(frames[0].function)
-        XCTAssertEqual(frames[0].moduleOffset, 0x4000_0000)
-        XCTAssertFalse(frames[0].stale)
+        let answer = Symbolizer().symbolize([(module: m, address: 0x5555_0000_0000 + 0x4000_0000)])[0]
+        XCTAssertEqual(answer.frames.count, 1)
+        XCTAssertNil(answer.frames[0].function)
+        XCTAssertEqual(answer.moduleOffset, 0x4000_0000)
+        XCTAssertFalse(answer.stale)
     }
 }

@@ -27,18 +27,20 @@ final class ModuleCheckTests: XCTestCase {
         var m = module(exe)
         m.buildID = [UInt8](repeating: 0xAB, count: 20)
         let sym = try fx.symbol(exe, "compute_total")
-        let frames = Symbolizer(options: .init(debugFileDirectories: [])).symbolize([(module: m, address: sym.address + 1)])[0]
-        XCTAssertEqual(frames, [SymbolizedFrame(module: exe, address: sym.address + 1, moduleOffset: sym.address + 1, stale: true)])
+        let answer = Symbolizer(options: .init(debugFileDirectories: [])).symbolize([(module: m, address: sym.address + 1)])[0]
+        XCTAssertEqual(answer, SymbolizationResult(frames: [SymbolicatedFrame(module: exe, address: sym.address + 1)],
+                                                   moduleOffset: sym.address + 1, stale: true))
     }
 
     func testMissingFileIsStale() throws {
         let m = Module(path: "\(fx.dir)/does-not-exist.so", buildID: [1, 2, 3, 4], loadBias: 0x1000)
-        let frames = Symbolizer().symbolize([(module: m, address: 0x1234)])[0]
-        XCTAssertEqual(frames.count, 1)
-        XCTAssertNil(frames[0].function)
-        XCTAssertTrue(frames[0].stale)
-        XCTAssertEqual(frames[0].moduleOffset, 0x234)
-        XCTAssertEqual(frames[0].displayName, "\(fx.dir)/does-not-exist.so+0x234")
+        let answer = Symbolizer().symbolize([(module: m, address: 0x1234)])[0]
+        XCTAssertEqual(answer.frames.count, 1)
+        XCTAssertNil(answer.frames[0].function)
+        XCTAssertTrue(answer.stale)
+        XCTAssertEqual(answer.moduleOffset, 0x234)
+        XCTAssertEqual(StackSymbolication.unknownName(module: answer.frames[0].module, offset: answer.moduleOffset,
+                                                      address: answer.frames[0].address), "does-not-exist.so+0x234")
     }
 
     /// A module rebuilt since the trace: stale, but a debug file with the recorded build ID in
@@ -63,14 +65,14 @@ final class ModuleCheckTests: XCTestCase {
 
         let request = SymbolizationRequest(module: recorded, address: recorded.loadBias + sym.address + 2, isReturnAddress: false)
         let without = Symbolizer(options: .init(debugFileDirectories: [])).symbolize(request)
-        XCTAssertEqual(without.count, 1)
-        XCTAssertNil(without[0].function)
-        XCTAssertTrue(without[0].stale)
+        XCTAssertEqual(without.frames.count, 1)
+        XCTAssertNil(without.frames[0].function)
+        XCTAssertTrue(without.stale)
 
         let with = Symbolizer(options: .init(debugFileDirectories: [debugRoot])).symbolize(request)
-        XCTAssertEqual(with.last?.function, "shlib_checksum")
-        XCTAssertEqual(with.last?.module, lib)
-        XCTAssertTrue(with.last?.stale ?? false)
+        XCTAssertEqual(with.frames.last?.function, "shlib_checksum")
+        XCTAssertEqual(with.frames.last?.module, lib)
+        XCTAssertTrue(with.stale)
     }
 
     func testDebugFilePathLayout() {

@@ -20,7 +20,7 @@ final class PerformanceTests: XCTestCase {
             let reqs = (0..<count).map { SymbolizationRequest(module: m, address: m.loadBias + text.vaddr + $0 * step + 1) }
 
             let s = Symbolizer()
-            func time(_ body: () -> [[SymbolizedFrame]]) -> (Double, [[SymbolizedFrame]]) {
+            func time(_ body: () -> [SymbolizationResult]) -> (Double, [SymbolizationResult]) {
                 let t = Date()
                 let r = body()
                 return (Date().timeIntervalSince(t) * 1000, r)
@@ -31,9 +31,9 @@ final class PerformanceTests: XCTestCase {
             let (cached, r3) = time { s.symbolize(reqs) }
             XCTAssertEqual(r1, r2)
             XCTAssertEqual(r2, r3)
-            let named = r1.filter { $0.last?.function != nil }.count
-            let withLine = r1.filter { $0.last?.line != nil }.count
-            let inlined = r1.filter { $0.count > 1 }.count
+            let named = r1.filter { $0.frames.last?.function != nil }.count
+            let withLine = r1.filter { $0.frames.last?.line != nil }.count
+            let inlined = r1.filter { $0.frames.count > 1 }.count
             print(String(format: "symbolize 10k %@: cold %.0f ms, warm %.0f ms, cached %.1f ms; named %d, with line %d, inlined %d",
                          (path as NSString).lastPathComponent, cold, warm, cached, named, withLine, inlined))
             XCTAssertGreaterThan(named, 7_000, "most of a text segment is inside named functions")

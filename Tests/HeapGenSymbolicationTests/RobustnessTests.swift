@@ -22,10 +22,11 @@ final class RobustnessTests: XCTestCase {
         }
     }
 
-    private func assertUnsymbolized(_ results: [[SymbolizedFrame]], _ reqs: [SymbolizationRequest], file: StaticString = #filePath, line: UInt = #line) {
+    private func assertUnsymbolized(_ results: [SymbolizationResult], _ reqs: [SymbolizationRequest], file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertEqual(results.count, reqs.count, file: file, line: line)
         for (r, q) in zip(results, reqs) {
-            XCTAssertEqual(r, [SymbolizedFrame(module: q.module.path, address: q.address, moduleOffset: q.moduleOffset)], file: file, line: line)
+            XCTAssertEqual(r, SymbolizationResult(frames: [SymbolicatedFrame(module: q.module.path, address: q.address)],
+                                                  moduleOffset: q.moduleOffset), file: file, line: line)
         }
     }
 
@@ -39,7 +40,7 @@ final class RobustnessTests: XCTestCase {
     func testBadOverrideFallsBackWhenAllowed() throws {
         let s = Symbolizer(options: .init(environment: ["HEAPGEN_SYMBOLIZER": "/nonexistent", "PATH": "/usr/bin:/bin"]))
         XCTAssertNotEqual(s.backend, .none)
-        XCTAssertEqual(s.symbolize(try requests()[0]).last?.function, "compute_total")
+        XCTAssertEqual(s.symbolize(try requests()[0]).frames.last?.function, "compute_total")
     }
 
     func testHungSymbolizerTimesOut() throws {
@@ -85,12 +86,12 @@ final class RobustnessTests: XCTestCase {
             throw XCTSkip("no llvm-symbolizer")
         }
         let reqs = try requests()
-        XCTAssertEqual(s.symbolize(reqs).map { $0.last?.function }, ["compute_total", "make_buffer", "main"])
+        XCTAssertEqual(s.symbolize(reqs).map { $0.frames.last?.function }, ["compute_total", "make_buffer", "main"])
         let pid = try XCTUnwrap(backend.childPID)
         kill(pid, SIGKILL)
         usleep(50_000)
         s.clearCache()
-        XCTAssertEqual(s.symbolize(reqs).map { $0.last?.function }, ["compute_total", "make_buffer", "main"],
+        XCTAssertEqual(s.symbolize(reqs).map { $0.frames.last?.function }, ["compute_total", "make_buffer", "main"],
                        "a child found dead before a batch is replaced without losing a request")
         XCTAssertEqual(backend.spawnCount, 2)
     }
@@ -101,15 +102,16 @@ final class RobustnessTests: XCTestCase {
         let reqs = try requests()
         let batch = reqs + reqs + reqs
         let first = s.symbolize(batch)
-        XCTAssertEqual(first.map { $0.last?.function }, Array(repeating: ["compute_total", "make_buffer", "main"], count: 3).flatMap { $0 })
+        XCTAssertEqual(first.map { $0.frames.last?.function }, Array(repeating: ["compute_total", "make_buffer", "main"], count: 3).flatMap { $0 })
         // Same module at another load bias: same names, addresses of the request.
         let moved = reqs.map { r -> SymbolizationRequest in
             var m = r.module; m.loadBias = 0x7000_0000
             return SymbolizationRequest(module: m, address: r.moduleOffset + 0x7000_0000, isReturnAddress: false)
         }
         let second = s.symbolize(moved)
-        XCTAssertEqual(second.map { $0.last?.function }, ["compute_total", "make_buffer", "main"])
-        XCTAssertEqual(second.map { $0.last!.address }, moved.map(\.address))
+        XCTAssertEqual(second.map { $0.frames.last?.function }, ["compute_total", "make_buffer", "main"])
+        XCTAssertEqual(second.map { $0.frames.last!.address }, moved.map(\.address))
+        XCTAssertEqual(second.map(\.moduleOffset), reqs.map(\.moduleOffset))
         if let backend = s.lookupBackend as? LLVMSymbolizerBackend { XCTAssertEqual(backend.spawnCount, 1) }
     }
 
@@ -128,14 +130,14 @@ final class RobustnessTests: XCTestCase {
         try FileManager.default.copyItem(atPath: try fx.cProgram(), toPath: copy)
         let sym = try fx.symbol(copy, "make_buffer")
         let f = Symbolizer().symbolize(SymbolizationRequest(module: module(copy), address: sym.address + 1, isReturnAddress: false))
-        XCTAssertEqual(f.last?.function, "make_buffer")
+        XCTAssertEqual(f.frames.last?.function, "make_buffer")
     }
 
     func testReplyParsing() {
         let ok = #"{"Address":"0x11fe","ModuleName":"m","Symbol":[{"Column":22,"Discriminator":0,"FileName":"/a/inline.c","FunctionName":"scale_value","Line":6,"StartAddress":"","StartFileName":"","StartLine":4},{"Column":0,"FileName":"","FunctionName":"compute_total","Line":0}]}"#
         XCTAssertEqual(LLVMSymbolizerBackend.parseReply(Array(ok.utf8), expecting: 0x11fe),
-                       .answer(.frames([RawFrame(function: "scale_value", file: "/a/inline.c", line: 6, column: 22),
-                                        RawFrame(function: "compute_total", file: nil, line: nil, column: nil)])))
+                       .answer(.frames([SymbolicatedFrame(function: "scale_value", file: "/a/inline.c", line: 6, column: 22, module: nil, address: 0),
+                                        SymbolicatedFrame(function: "compute_total", module: nil, address: 0)])))
         XCTAssertEqual(LLVMSymbolizerBackend.parseReply(Array(ok.utf8), expecting: 0x11ff), .desynchronized)
         let none = #"{"Address":"0x5","ModuleName":"m","Symbol":[{"Column":0,"FileName":"","FunctionName":"","Line":0}]}"#
         XCTAssertEqual(LLVMSymbolizerBackend.parseReply(Array(none.utf8), expecting: 5), .answer(.frames([])))
@@ -152,7 +154,7 @@ final class RobustnessTests: XCTestCase {
         let results = LockedResults()
         DispatchQueue.concurrentPerform(iterations: 8) { i in
             let r = s.symbolize(Array(repeating: reqs[i % 3], count: 50))
-            results.add(i, r.map { $0.last?.function ?? "nil" })
+            results.add(i, r.map { $0.frames.last?.function ?? "nil" })
         }
         for (i, names) in results.all {
             XCTAssertEqual(Set(names), [["compute_total", "make_buffer", "main"][i % 3]])

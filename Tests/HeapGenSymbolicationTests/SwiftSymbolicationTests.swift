@@ -19,7 +19,7 @@ final class SwiftSymbolicationTests: XCTestCase {
 
         // Method.
         let addItem = try XCTUnwrap(symbols.first { $0.name == "$s7Fixture9InventoryC7addItem5namedSiSS_tF" })
-        let methodFrames = s.symbolize(scan(m, addItem)).flatMap { $0 }
+        let methodFrames = s.symbolize(scan(m, addItem)).flatMap(\.frames)
         let method = methodFrames.filter { $0.function == "Fixture.Inventory.addItem(named: Swift.String) -> Swift.Int" }
         XCTAssertFalse(method.isEmpty, "\(label): \(Set(methodFrames.compactMap(\.function)))")
         XCTAssertEqual(method.first?.shortFunction, "Inventory.addItem(named:)")
@@ -30,15 +30,15 @@ final class SwiftSymbolicationTests: XCTestCase {
         // Initializer: start of the function + 1, exact address.
         let initSym = try XCTUnwrap(symbols.first { $0.name == "$s7Fixture16ProfileViewModelV4nameACSS_tcfC" })
         let initFrames = s.symbolize(SymbolizationRequest(module: m, address: m.loadBias + initSym.address + 1, isReturnAddress: false))
-        XCTAssertEqual(initFrames.last?.function, "Fixture.ProfileViewModel.init(name: Swift.String) -> Fixture.ProfileViewModel")
-        XCTAssertEqual(initFrames.last?.shortFunction, "ProfileViewModel.init(name:)")
-        XCTAssertEqual(initFrames.last?.moduleOffset, initSym.address + 1)
+        XCTAssertEqual(initFrames.frames.last?.function, "Fixture.ProfileViewModel.init(name: Swift.String) -> Fixture.ProfileViewModel")
+        XCTAssertEqual(initFrames.frames.last?.shortFunction, "ProfileViewModel.init(name:)")
+        XCTAssertEqual(initFrames.moduleOffset, initSym.address + 1)
 
         // Closure: its own function at -Onone; at -O inlined into the partial-apply thunk, which
         // must then report the closure as an inlined frame.
         let closureSyms = symbols.filter { $0.name.hasPrefix("$s7Fixture9InventoryC14installHandler6offsetySi_tFS2icfU_") }
         XCTAssertFalse(closureSyms.isEmpty)
-        let closureFrames = s.symbolize(closureSyms.flatMap { scan(m, $0) }).flatMap { $0 }
+        let closureFrames = s.symbolize(closureSyms.flatMap { scan(m, $0) }).flatMap(\.frames)
         let closure = closureFrames.filter {
             $0.function?.hasPrefix("closure #1") == true && $0.function?.contains("in Fixture.Inventory.installHandler(offset: Swift.Int)") == true
         }

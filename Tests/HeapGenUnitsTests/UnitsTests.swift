@@ -183,3 +183,21 @@ final class DurationArgumentTests: XCTestCase {
         }
     }
 }
+
+/// The one XML/HTML escaper: both dialects escape the same five characters and differ only
+/// in `'` and in what XML 1.0 cannot carry (what the HTML pages and JUnit files always wrote).
+final class MarkupEscaperTests: XCTestCase {
+    let hostile = "a&b<c>d\"e'f\u{1}g\u{7F}h\t\n\r\u{FFFE}\u{FFFF}\u{D7FF}\u{E000}\u{10000}é"
+
+    func testHTMLDialect() {
+        XCTAssertEqual(MarkupEscaper.escape(hostile, for: .html),
+                       "a&amp;b&lt;c&gt;d&quot;e&#39;f\u{1}g\u{7F}h\t\n\r\u{FFFE}\u{FFFF}\u{D7FF}\u{E000}\u{10000}é")
+    }
+
+    func testXMLDialect() {
+        XCTAssertEqual(MarkupEscaper.escape(hostile, for: .xml),
+                       "a&amp;b&lt;c&gt;d&quot;e&apos;f?g\u{7F}h\t\n\r??\u{D7FF}\u{E000}\u{10000}é")
+        XCTAssertEqual(MarkupEscaper.escape("", for: .xml), "")
+        XCTAssertEqual(MarkupEscaper.escape("&amp;", for: .html), "&amp;amp;")
+    }
+}
