@@ -163,8 +163,10 @@ public struct ControlStatusAnswer: ControlAnswer {
     }
 }
 
-/// A heapgen-report/1 frame, as the `object` and `growth` answers carry it.
-public struct ControlFrame: ControlAnswer {
+/// A heapgen-report/1 frame, as the `object` and `growth` answers carry it. The collector
+/// encodes the `object` answer's frames with this type (every member written, null when
+/// unknown, as reports write frames); the client decodes both answers' frames with it.
+public struct ControlFrame: ControlAnswer, Encodable {
     public var function: String?
     public var shortFunction: String?
     public var file: String?
@@ -174,6 +176,18 @@ public struct ControlFrame: ControlAnswer {
     /// `0x…`.
     public var address: String
     public var inlined: Bool?
+
+    public init(function: String?, shortFunction: String?, file: String?, line: Int?, column: Int?,
+                module: String?, address: String, inlined: Bool) {
+        self.function = function
+        self.shortFunction = shortFunction
+        self.file = file
+        self.line = line
+        self.column = column
+        self.module = module
+        self.address = address
+        self.inlined = inlined
+    }
 
     public init(json: JSONValue) throws(ControlProtocolError) {
         let m = try Members(json)
@@ -185,6 +199,23 @@ public struct ControlFrame: ControlAnswer {
         module = try m.optional("module", \.string)
         address = try m.required("address", \.string)
         inlined = try m.optional("inlined", \.bool)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case function, shortFunction, file, line, column, module, address, inlined
+    }
+
+    /// Every member, `null` when unknown: the bytes of a heapgen-report/1 frame.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(function, forKey: .function)
+        try c.encode(shortFunction, forKey: .shortFunction)
+        try c.encode(file, forKey: .file)
+        try c.encode(line, forKey: .line)
+        try c.encode(column, forKey: .column)
+        try c.encode(module, forKey: .module)
+        try c.encode(address, forKey: .address)
+        try c.encode(inlined ?? false, forKey: .inlined)
     }
 }
 
@@ -262,9 +293,13 @@ public struct ControlGrowthAnswer: ControlAnswer {
     }
 }
 
-/// The `object` answer.
-public struct ControlObjectAnswer: ControlAnswer {
+/// The `object` answer: written by the collector (encoded with this type, optional members
+/// left out when nil) and read by the client.
+public struct ControlObjectAnswer: ControlAnswer, Encodable {
     public var ok: Bool
+    public var op: String
+    /// The address asked about, `0x…`.
+    public var address: String
     public var live: Bool
     public var allocation: UInt64?
     public var typeName: String?
@@ -275,9 +310,19 @@ public struct ControlObjectAnswer: ControlAnswer {
     public var frames: [ControlFrame]?
     public var userFrame: Int?
 
+    /// The answer for a block that is not live (the collector fills in the rest for a live one).
+    public init(address: String) {
+        ok = true
+        op = ControlOp.object.rawValue
+        self.address = address
+        live = false
+    }
+
     public init(json: JSONValue) throws(ControlProtocolError) {
         let m = try Members(json)
         ok = try m.required("ok", \.bool)
+        op = try m.optional("op", \.string) ?? ControlOp.object.rawValue
+        address = try m.optional("address", \.string) ?? ""
         live = try m.required("live", \.bool)
         allocation = try m.optional("allocation", \.uint64)
         typeName = try m.optional("typeName", \.string)

@@ -43,23 +43,8 @@ final class InTestAnswers: ControlResponder {
         SessionAnalysis(options: options)
     }
 
-    private struct ObjectAnswer: Encodable {
-        var ok = true
-        var op = "object"
-        var address: String
-        var live: Bool
-        var allocation: UInt64?
-        var typeName: String?
-        var size: UInt64?
-        var generation: Int?
-        var generationLabel: String?
-        var previousMark: String?
-        var frames: [Report.Frame]?
-        var userFrame: Int?
-    }
-
     func objectAnswer(_ facts: ControlObjectFacts, segment: ControlSegmentView) -> Result<String, ControlProtocolError> {
-        var answer = ObjectAnswer(address: Report.Frame.formatAddress(facts.address), live: false)
+        var answer = ControlObjectAnswer(address: Report.Frame.formatAddress(facts.address))
         if let block = facts.block {
             answer.live = true
             answer.allocation = block.allocation
@@ -70,7 +55,11 @@ final class InTestAnswers: ControlResponder {
             answer.previousMark = block.previousMark
             let frames = StackSymbolication(symbolizer: symbolizer)
                 .frames(of: segment.readStack(block.stack), at: .max, timeline: ModuleTimeline(events: segment.moduleEvents))
-            answer.frames = frames
+            answer.frames = frames.map {
+                ControlFrame(function: $0.function, shortFunction: $0.shortFunction, file: $0.file, line: $0.line,
+                             column: $0.column, module: $0.module, address: Report.Frame.formatAddress($0.address),
+                             inlined: $0.inlined)
+            }
             answer.userFrame = OwnCode.firstUserFrame(frames)
         }
         return Self.encode(answer)
@@ -86,6 +75,9 @@ final class InTestAnswers: ControlResponder {
         }
     }
 
+    /// The `growth` answer. Its findings are heapgen-report/1 findings, encoded by the report's
+    /// own model (every member a report has); the client reads the members it uses with
+    /// `ControlGrowthAnswer`/`ControlFinding` (docs/control-protocol.md).
     private struct GrowthAnswer: Encodable {
         var ok = true
         var op = "growth"

@@ -1,6 +1,7 @@
 // HeapGenControlProtocol: requests parse with the collector's caps and error texts, the
 // collector's hand-written answers keep their exact bytes, and clients decode answers.
 
+import Foundation
 import XCTest
 import HeapGenControlProtocol
 import HeapGenJSON
@@ -119,5 +120,34 @@ final class ControlProtocolTests: XCTestCase {
         XCTAssertEqual(refused.error, "why")
         XCTAssertThrowsError(try ControlGrowthAnswer(json: JSONReader.parse(#"{"ok":true}"#)))
         XCTAssertThrowsError(try ControlObjectAnswer(json: JSONReader.parse(#"{"ok":true,"live":"yes"}"#)))
+    }
+
+    /// The collector writes the `object` answer with the type the client reads it with: what it
+    /// writes reads back the same, frames carry every member (null when unknown, as in
+    /// reports), and a dead block's answer is just the four members it always had.
+    func testObjectAnswerIsWrittenWithTheTypeThatReadsIt() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let dead = ControlObjectAnswer(address: "0x1")
+        XCTAssertEqual(String(decoding: try encoder.encode(dead), as: UTF8.self),
+                       #"{"address":"0x1","live":false,"ok":true,"op":"object"}"#)
+
+        var live = ControlObjectAnswer(address: "0x10")
+        live.live = true
+        live.allocation = 7
+        live.size = 48
+        live.generation = 2
+        live.frames = [ControlFrame(function: "f()", shortFunction: nil, file: "/src/a.c", line: 3, column: nil,
+                                    module: "/bin/app", address: "0x401000", inlined: false)]
+        live.userFrame = 0
+        let text = String(decoding: try encoder.encode(live), as: UTF8.self)
+        XCTAssertEqual(text, #"{"address":"0x10","allocation":7,"frames":[{"address":"0x401000","column":null,"#
+            + #""file":"/src/a.c","function":"f()","inlined":false,"line":3,"module":"/bin/app","shortFunction":null}],"#
+            + #""generation":2,"live":true,"ok":true,"op":"object","size":48,"userFrame":0}"#)
+        let back = try ControlObjectAnswer(json: JSONReader.parse(text))
+        XCTAssertEqual(back.frames?.first?.file, "/src/a.c")
+        XCTAssertEqual(back.frames?.first?.inlined, false)
+        XCTAssertEqual(back.allocation, 7)
+        XCTAssertEqual(back.address, "0x10")
     }
 }
