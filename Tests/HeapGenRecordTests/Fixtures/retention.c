@@ -5,7 +5,8 @@
  *
  *   retention        g_clients -> 4 clients, each ->buf; marks cycle1..cycle6;
  *                    a second list of 2 clients lost at cycle 3
- *   retention big N  N blocks (~100 B each) in lists and trees, then exit */
+ *   retention big N  ~N blocks of ~100 B: N/4 clients with 128-byte buffers in
+ *                    a list, N/2 tree nodes of 96 B in 64 trees, then exit */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,14 +22,19 @@ struct client {
 
 struct client *g_clients;
 
-static struct client *add_client(struct client *head, long id)
+static struct client *add_client_sized(struct client *head, long id, size_t size)
 {
     struct client *c = calloc(1, sizeof *c);
     c->id = id;
-    c->buf = malloc(48);
-    memset(c->buf, 'x', 48);
+    c->buf = malloc(size);
+    memset(c->buf, 'x', size);
     c->next = head;
     return c;
+}
+
+static struct client *add_client(struct client *head, long id)
+{
+    return add_client_sized(head, id, 48);
 }
 
 struct tree { struct tree *left, *right; char pad[80]; };
@@ -48,9 +54,9 @@ static struct tree *build(long *left, int depth)
 int main(int argc, char **argv)
 {
     if (argc > 2 && strcmp(argv[1], "big") == 0) {
-        long n = atol(argv[2]), half = n / 2;
-        for (long k = 0; k < half; k++) g_list = add_client(g_list, k);   /* 2 blocks each */
-        long left = n - 2 * half;
+        long n = atol(argv[2]);
+        for (long k = 0; k < n / 4; k++) g_list = add_client_sized(g_list, k, 128);
+        long left = n / 2;
         for (int k = 0; k < 64 && left > 0; k++) g_trees[k] = build(&left, 20);
         printf("big %ld\n", n);
         return 0;
