@@ -8,8 +8,9 @@
 /// references an unreachable block, no block at all) the lowest-numbered node is a *leak
 /// leader*, and the virtual root references it as well, after the real roots. So a leaked
 /// ring `a ⇄ b` has leader `a`, `a` dominates `b`, and `a`'s retained size covers both.
-/// The tree's reachable part is exactly the dominator tree from the real roots; the leaked
-/// part hangs under the leaders.
+/// References from leaked blocks to live ones are ignored (a leak does not keep anything
+/// alive), so the tree's reachable part is exactly the dominator tree from the real roots and
+/// leaked retained sizes count leaked blocks only; the leaked part hangs under the leaders.
 ///
 /// Algorithm: Semi-NCA (Georgiadis; the semidominators of Lengauer–Tarjan with path
 /// compression, then immediate dominators as nearest common ancestors in the DFS tree), with an
@@ -149,7 +150,11 @@ public struct DominatorTree: Sendable {
                 let node = Int(vertex[w])
                 var s = semi[w]
                 if fromVirtualRoot[node] { s = 0 }
+                let nodeIsReachable = isReachable[node]
                 for k in Int(predStart[node]) ..< Int(predStart[node + 1]) {
+                    // A leaked block referencing a live one does not keep it alive: the live
+                    // part's tree must be the one from the real roots alone.
+                    if nodeIsReachable, !isReachable[Int(preds[k])] { continue }
                     let v = Int(pre[Int(preds[k])])
                     let candidate: UInt32
                     if ancestor[v] == none {

@@ -58,16 +58,24 @@ public struct RetentionPaths: Sendable {
         var libraryCount = [UInt32](repeating: 0, count: n)
         var length = [UInt32](repeating: 0, count: n)
 
-        // Root targets: ordinary ones start phase 0, library ones phase 1 (both at length 1, in
-        // root order, so the earlier root edge wins a tie).
+        // Root targets, at length 1, in root order (the earlier root edge wins a tie): ordinary
+        // ones are settled before anything else (so no longer path claims them first) and start
+        // phase 0's queue; library ones are phase 1's first seeds.
         var seeds: [Seed] = []
         var nextSeeds: [Seed] = []
-        for (i, r) in graph.roots.enumerated() {
-            let s = Seed(node: r.to, parent: Self.fromRoot, link: UInt32(i), length: 1)
-            if graph.isLibrary[Int(r.to)] { nextSeeds.append(s) } else { seeds.append(s) }
-        }
         var queue: [UInt32] = []
         queue.reserveCapacity(n)
+        for (i, r) in graph.roots.enumerated() {
+            let v = Int(r.to)
+            if graph.isLibrary[v] {
+                nextSeeds.append(Seed(node: r.to, parent: Self.fromRoot, link: UInt32(i), length: 1))
+            } else if parentNode[v] == Self.unreached {
+                parentNode[v] = Self.fromRoot
+                parentLink[v] = UInt32(i)
+                length[v] = 1
+                queue.append(r.to)
+            }
+        }
         var phase: UInt32 = 0
         parentNode.withUnsafeMutableBufferPointer { parentNode in
         parentLink.withUnsafeMutableBufferPointer { parentLink in
@@ -76,8 +84,7 @@ public struct RetentionPaths: Sendable {
         graph.edgeStart.withUnsafeBufferPointer { edgeStart in
         graph.edgeTargets.withUnsafeBufferPointer { edgeTargets in
         graph.isLibrary.withUnsafeBufferPointer { isLibrary in
-            while !seeds.isEmpty {
-                queue.removeAll(keepingCapacity: true)
+            while !seeds.isEmpty || !queue.isEmpty || !nextSeeds.isEmpty {
                 var si = 0, qh = 0
                 while true {
                     let u: Int
@@ -116,6 +123,7 @@ public struct RetentionPaths: Sendable {
                 }
                 swap(&seeds, &nextSeeds)
                 nextSeeds.removeAll(keepingCapacity: true)
+                queue.removeAll(keepingCapacity: true)
                 phase += 1
             }
         }}}}}}}
