@@ -220,13 +220,14 @@ public struct RetentionAnalysis: Sendable {
             retainedOfGroup[g] = total
         }
 
+        let cycleFinder = ShortestCycleFinder(graph: graph, components: components)
         var results: [FindingRetention] = []
         results.reserveCapacity(f)
         for (i, nodes) in findingNodes.enumerated() {
             let representative = nodes.first(where: { paths.isReachable($0) }) ?? nodes.first
             var cycle: Cycle? = nil
             if let r = representative, components.isOnCycle(r) {
-                let steps = components.shortestCycle(through: r, in: graph)
+                let steps = cycleFinder.cycle(through: r)
                 let owners = steps.map { findingOf[$0.from] == none ? nil : Int(findingOf[$0.from]) }
                 cycle = Cycle(steps: steps, findingOfStep: owners, findings: Array(Set(owners.compactMap { $0 })).sorted())
             }

@@ -123,39 +123,137 @@ public struct StronglyConnectedComponents: Sendable {
         self.isCyclic = selfLoop
     }
 
-    /// The shortest reference cycle through `node` (breadth-first search restricted to its
-    /// component), starting and ending at `node`; empty when `node` is on no cycle. Among
-    /// equally short cycles, the one found first following edges in target order.
-    /// O(size of the component's edges); memory proportional to the nodes visited.
+    /// The shortest reference cycle through `node`, starting and ending at `node`; empty when
+    /// `node` is on no cycle. See `ShortestCycleFinder` (this allocates one; use one finder for
+    /// many queries).
     public func shortestCycle(through node: Int, in graph: ReferenceGraph) -> [CycleStep] {
-        let c = componentOf[node]
-        guard isCyclic[Int(c)] else { return [] }
-        // Parent edge of each visited node (the search is local, so a dictionary, not n slots).
-        var parentEdge: [UInt32: (from: UInt32, edge: UInt32)] = [:]
-        var queue: [UInt32] = [UInt32(node)]
-        var head = 0
-        while head < queue.count {
-            let u = Int(queue[head])
-            head += 1
-            for e in graph.edges(from: u) {
-                let t = graph.edgeTargets[e]
-                if componentOf[Int(t)] != c { continue }
-                if Int(t) == node {
-                    // Closing edge found: walk back to `node`.
-                    var steps = [CycleStep(from: u, offset: Int(graph.edgeOffsets[e]), to: node)]
-                    var v = UInt32(u)
-                    while Int(v) != node, let p = parentEdge[v] {
-                        steps.append(CycleStep(from: Int(p.from), offset: Int(graph.edgeOffsets[Int(p.edge)]), to: Int(v)))
-                        v = p.from
+        ShortestCycleFinder(graph: graph, components: self).cycle(through: node)
+    }
+}
+
+/// Finds shortest reference cycles through given nodes, reusing its scratch memory (six arrays
+/// of `nodeCount` 32-bit words, allocated on the first query) across queries.
+///
+/// Algorithm: bidirectional breadth-first search restricted to the node's strongly connected
+/// component (every cycle through a node stays in it): forwards from `node` along references,
+/// backwards from `node` along predecessors, one whole layer at a time on the side with the
+/// smaller frontier. The first time a node is discovered by both sides gives a cycle of length
+/// `forward + backward` distance; the search stops once the best cycle found is no longer than
+/// `forwardRadius + backwardRadius + 1`, the shortest an undiscovered cycle could be. In a
+/// large component this visits about the square root of what a one-sided search visits.
+/// Among equally short cycles the result is deterministic but unspecified.
+public final class ShortestCycleFinder {
+    let graph: ReferenceGraph
+    let components: StronglyConnectedComponents
+    // Per node: the query stamp under which the side discovered it, its distance, and its
+    // neighbour towards `node` (forward: previous node; backward: next node).
+    var forwardStamp: [UInt32] = []
+    var forwardDistance: [UInt32] = []
+    var forwardParent: [UInt32] = []
+    var backwardStamp: [UInt32] = []
+    var backwardDistance: [UInt32] = []
+    var backwardNext: [UInt32] = []
+    var stamp: UInt32 = 0
+
+    /// A finder over `graph`, whose components are `components`.
+    public init(graph: ReferenceGraph, components: StronglyConnectedComponents) {
+        self.graph = graph
+        self.components = components
+    }
+
+    /// The shortest reference cycle through `node`, starting and ending at `node`; empty when
+    /// `node` is on no cycle.
+    public func cycle(through node: Int) -> [StronglyConnectedComponents.CycleStep] {
+        let c = components.componentOf[node]
+        guard components.isCyclic[Int(c)] else { return [] }
+        let n = graph.nodeCount
+        if forwardStamp.count != n {
+            forwardStamp = [UInt32](repeating: 0, count: n)
+            forwardDistance = forwardStamp
+            forwardParent = forwardStamp
+            backwardStamp = forwardStamp
+            backwardDistance = forwardStamp
+            backwardNext = forwardStamp
+            stamp = 0
+        }
+        if stamp == UInt32.max {
+            // Stamps wrapped: clear once every 4 billion queries.
+            for i in 0 ..< n { forwardStamp[i] = 0; backwardStamp[i] = 0 }
+            stamp = 0
+        }
+        stamp += 1
+        let q = stamp
+        var best = UInt32.max
+        var meet = -1
+
+        forwardStamp[node] = q
+        forwardDistance[node] = 0
+        var forwardFrontier: [UInt32] = [UInt32(node)]
+        var forwardRadius: UInt32 = 0
+        // The backward side starts from a copy of `node` (distance 0, never stored): its
+        // predecessors are at distance 1, and `node` itself may be found again at distance ≥ 1.
+        var backwardFrontier: [UInt32] = []
+        for p in graph.predecessors(of: node) where components.componentOf[Int(p)] == c {
+            let x = Int(p)
+            backwardStamp[x] = q
+            backwardDistance[x] = 1
+            backwardNext[x] = UInt32(node)
+            backwardFrontier.append(p)
+            if forwardStamp[x] == q, forwardDistance[x] + 1 < best { best = forwardDistance[x] + 1; meet = x }
+        }
+        var backwardRadius: UInt32 = 1
+        var next: [UInt32] = []
+        while best > forwardRadius + backwardRadius + 1, !(forwardFrontier.isEmpty && backwardFrontier.isEmpty) {
+            let goForward = !forwardFrontier.isEmpty && (backwardFrontier.isEmpty || forwardFrontier.count <= backwardFrontier.count)
+            next.removeAll(keepingCapacity: true)
+            if goForward {
+                let d = forwardRadius + 1
+                for u in forwardFrontier {
+                    for e in graph.edges(from: Int(u)) {
+                        let w = Int(graph.edgeTargets[e])
+                        if forwardStamp[w] == q || components.componentOf[w] != c { continue }
+                        forwardStamp[w] = q
+                        forwardDistance[w] = d
+                        forwardParent[w] = u
+                        next.append(UInt32(w))
+                        if backwardStamp[w] == q, d + backwardDistance[w] < best { best = d + backwardDistance[w]; meet = w }
                     }
-                    return steps.reversed()
                 }
-                if parentEdge[t] == nil {
-                    parentEdge[t] = (UInt32(u), UInt32(e))
-                    queue.append(t)
+                forwardRadius = d
+                swap(&forwardFrontier, &next)
+            } else {
+                let d = backwardRadius + 1
+                for x in backwardFrontier {
+                    for p in graph.predecessors(of: Int(x)) {
+                        let w = Int(p)
+                        if backwardStamp[w] == q || components.componentOf[w] != c { continue }
+                        backwardStamp[w] = q
+                        backwardDistance[w] = d
+                        backwardNext[w] = x
+                        next.append(p)
+                        if forwardStamp[w] == q, forwardDistance[w] + d < best { best = forwardDistance[w] + d; meet = w }
+                    }
                 }
+                backwardRadius = d
+                swap(&backwardFrontier, &next)
             }
         }
-        return [] // unreachable for a cyclic component
+        guard meet >= 0 else { return [] } // not reached: the component holds a cycle
+
+        // node → … → meet (forward parents, reversed), then meet → … → node (backward links).
+        var nodes: [Int] = []
+        var v = meet
+        while v != node { nodes.append(v); v = Int(forwardParent[v]) }
+        nodes.append(node)
+        nodes.reverse()
+        v = meet
+        repeat { v = Int(backwardNext[v]); nodes.append(v) } while v != node
+        var steps: [StronglyConnectedComponents.CycleStep] = []
+        steps.reserveCapacity(nodes.count - 1)
+        for i in 0 ..< nodes.count - 1 {
+            let e = graph.edgeIndex(from: nodes[i], to: nodes[i + 1])!
+            steps.append(.init(from: nodes[i], offset: Int(graph.edgeOffsets[e]), to: nodes[i + 1]))
+        }
+        return steps
     }
 }
