@@ -19,6 +19,11 @@
 public struct DominatorTree: Sendable {
     static let virtualRoot = UInt32.max
 
+    private struct ForestLink {
+        var ancestor: UInt32
+        var label: UInt32
+    }
+
     /// Per node: its immediate dominator, or `UInt32.max` for the virtual root.
     public let idom: [UInt32]
     /// Per node: the bytes freed if it went away, i.e. the sum of `sizes` over its dominator subtree.
@@ -129,16 +134,15 @@ public struct DominatorTree: Sendable {
         let count = vertex.count // numbers 0 ..< count; count == n + 1 once leaders are added
         precondition(count == n + 1, "every node is under a root or a leak leader")
 
-        // Semidominators, in reverse DFS order. label[] holds the smallest semidominator number
-        // on the compressed forest path; ancestor[] is `none` until a number is linked.
+        // Semidominators, in reverse DFS order. Per number, `ancestor` (the compressed forest
+        // link, `none` until the number is processed) and `label` (the smallest semidominator on
+        // its compressed path) share one 8-byte slot: the loop is bound by cache misses.
         var semi = [UInt32](0 ..< UInt32(count))
-        var label = semi
-        var ancestor = [UInt32](repeating: none, count: count)
+        var forest = (0 ..< UInt32(count)).map { ForestLink(ancestor: none, label: $0) }
         var idomNumber = [UInt32](repeating: 0, count: count)
         var chain: [UInt32] = []
         semi.withUnsafeMutableBufferPointer { semi in
-        label.withUnsafeMutableBufferPointer { label in
-        ancestor.withUnsafeMutableBufferPointer { ancestor in
+        forest.withUnsafeMutableBufferPointer { forest in
         idomNumber.withUnsafeMutableBufferPointer { idomNumber in
         parent.withUnsafeBufferPointer { parent in
         vertex.withUnsafeBufferPointer { vertex in
@@ -154,30 +158,30 @@ public struct DominatorTree: Sendable {
                 for k in Int(predStart[node]) ..< Int(predStart[node + 1]) {
                     // A leaked block referencing a live one does not keep it alive: the live
                     // part's tree must be the one from the real roots alone.
-                    if nodeIsReachable, !isReachable[Int(preds[k])] { continue }
+                    // (Reachable nodes are exactly the numbers 1 ... reachableCount.)
                     let v = Int(pre[Int(preds[k])])
+                    if nodeIsReachable, v > reachableCount { continue }
                     let candidate: UInt32
-                    if ancestor[v] == none {
-                        candidate = UInt32(v) // not processed yet: v < w (or v == w)
+                    if v <= w {
+                        candidate = UInt32(v) // not processed yet: its own number
                     } else {
-                        // Iterative path compression towards the first unlinked ancestor.
+                        // Iterative path compression towards the first unprocessed ancestor.
                         var u = v
-                        while ancestor[Int(ancestor[u])] != none {
+                        while forest[Int(forest[u].ancestor)].ancestor != none {
                             chain.append(UInt32(u))
-                            u = Int(ancestor[u])
+                            u = Int(forest[u].ancestor)
                         }
                         while let x = chain.popLast() {
-                            let a = Int(ancestor[Int(x)])
-                            if label[a] < label[Int(x)] { label[Int(x)] = label[a] }
-                            ancestor[Int(x)] = ancestor[a]
+                            let a = forest[Int(forest[Int(x)].ancestor)]
+                            if a.label < forest[Int(x)].label { forest[Int(x)].label = a.label }
+                            forest[Int(x)].ancestor = a.ancestor
                         }
-                        candidate = label[v]
+                        candidate = forest[v].label
                     }
                     if candidate < s { s = candidate }
                 }
                 semi[w] = s
-                label[w] = s
-                ancestor[w] = parent[w]
+                forest[w] = ForestLink(ancestor: parent[w], label: s)
                 w -= 1
             }
             // Immediate dominators: the nearest DFS-tree ancestor at or above the semidominator.
@@ -186,10 +190,9 @@ public struct DominatorTree: Sendable {
                 while d > semi[w] { d = idomNumber[Int(d)] }
                 idomNumber[w] = d
             }
-        }}}}}}}}}
+        }}}}}}}}
         semi = []
-        label = []
-        ancestor = []
+        forest = []
 
         // Retained sizes: children before parents (reverse DFS order: an idom has a smaller number).
         var retainedByNumber = [UInt64](repeating: 0, count: count)
