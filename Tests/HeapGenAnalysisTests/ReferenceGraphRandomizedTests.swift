@@ -51,6 +51,7 @@ final class ReferenceGraphRandomizedTests: XCTestCase {
             // Strongly connected components: same component iff mutually reachable.
             let scc = StronglyConnectedComponents(graph: g)
             let reachFrom = (0 ..< n).map { reach(adjacency, from: [$0]) }
+            let finder = ShortestCycleFinder(graph: g, components: scc) // reused: stale marks must not leak between queries
             for a in 0 ..< n {
                 for b in 0 ..< n {
                     let mutual = reachFrom[a][b] && reachFrom[b][a]
@@ -63,6 +64,7 @@ final class ReferenceGraphRandomizedTests: XCTestCase {
                 XCTAssertEqual(scc.isOnCycle(a), onCycle, "\(context): \(a)")
                 // Shortest cycle: a closed walk of graph edges, as short as a BFS says.
                 let cycle = scc.shortestCycle(through: a, in: g)
+                XCTAssertEqual(finder.cycle(through: a), cycle, "\(context): reused finder, node \(a)")
                 if onCycle {
                     var dist = [Int](repeating: -1, count: n)
                     var queue = adjacency[a]
