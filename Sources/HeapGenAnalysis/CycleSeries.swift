@@ -98,3 +98,27 @@ extension CycleSeries: Codable {
         }
     }
 }
+
+/// A value that keeps a per-cycle change of live objects and of live bytes as sparse
+/// ``CycleSeries`` (a finding, a type rollup, a report's finding) and offers them as the plain
+/// arrays JSON and printing use. One definition of the dense accessors for all of them.
+public protocol PerCycleSeries {
+    /// Change of live objects per cycle, sparse.
+    var objectsSeries: CycleSeries { get set }
+    /// Change of live bytes per cycle, sparse.
+    var bytesSeries: CycleSeries { get set }
+}
+
+extension PerCycleSeries {
+    /// Change of live objects over every cycle, warm-up included (index 0 = cycle 1).
+    public var objectsPerCycle: [Int] {
+        get { objectsSeries.dense }
+        set { objectsSeries = CycleSeries(newValue) }
+    }
+
+    /// Change of live bytes over every cycle, warm-up included (index 0 = cycle 1).
+    public var bytesPerCycle: [Int] {
+        get { bytesSeries.dense }
+        set { bytesSeries = CycleSeries(newValue) }
+    }
+}

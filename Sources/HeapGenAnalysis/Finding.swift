@@ -6,7 +6,7 @@
 /// live count at a cycle's closing mark minus the count at its opening mark), not
 /// on "allocated in the cycle and still alive": a bounded cache that evicts one
 /// entry for each one it inserts is flat.
-public struct Finding: Codable, Sendable, Equatable {
+public struct Finding: Codable, Sendable, Equatable, PerCycleSeries {
     /// Kinds, in report order.
     public enum Kind: String, Codable, Sendable, CaseIterable {
         /// Grew in every judged cycle (up to ``AnalysisOptions/toleratedMisses`` misses),
@@ -119,17 +119,6 @@ public struct Finding: Codable, Sendable, Equatable {
         self.liveAtExitBytes = liveAtExitBytes
     }
 
-    /// Change of the site's live objects over every cycle, warm-up included (index 0 = cycle 1).
-    public var objectsPerCycle: [Int] {
-        get { objectsSeries.dense }
-        set { objectsSeries = CycleSeries(newValue) }
-    }
-
-    /// Change of the site's live bytes over every cycle, warm-up included (index 0 = cycle 1).
-    public var bytesPerCycle: [Int] {
-        get { bytesSeries.dense }
-        set { bytesSeries = CycleSeries(newValue) }
-    }
 
     /// The JSON keys are those of the plain arrays (the series encode as arrays).
     private enum CodingKeys: String, CodingKey {

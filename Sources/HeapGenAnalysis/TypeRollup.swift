@@ -1,7 +1,7 @@
 // All sites of one Swift type.
 
 /// The sum of every site of one Swift type (type id ≠ 0), over all sites of the trace.
-public struct TypeRollup: Codable, Sendable, Equatable {
+public struct TypeRollup: Codable, Sendable, Equatable, PerCycleSeries {
     /// The Swift type id.
     public var typeID: UInt32
     /// Demangled name of the type, if defined.
@@ -44,17 +44,6 @@ public struct TypeRollup: Codable, Sendable, Equatable {
         self.bytesSeries = CycleSeries(bytesPerCycle)
     }
 
-    /// Change of the type's live objects over every cycle (index 0 = cycle 1).
-    public var objectsPerCycle: [Int] {
-        get { objectsSeries.dense }
-        set { objectsSeries = CycleSeries(newValue) }
-    }
-
-    /// Change of the type's live bytes over every cycle (index 0 = cycle 1).
-    public var bytesPerCycle: [Int] {
-        get { bytesSeries.dense }
-        set { bytesSeries = CycleSeries(newValue) }
-    }
 
     /// The JSON keys are those of the plain arrays (the series encode as arrays).
     private enum CodingKeys: String, CodingKey {

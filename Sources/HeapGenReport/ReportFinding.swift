@@ -5,7 +5,7 @@ import HeapGenSymbolication
 
 extension Report {
     /// A site (stack and Swift type) whose memory the cycles left behind, or a cache.
-    public struct Finding: Codable, Sendable, Equatable {
+    public struct Finding: Codable, Sendable, Equatable, PerCycleSeries {
         /// Kinds, in report order.
         public enum Kind: String, Codable, Sendable, CaseIterable {
             /// Grew in every judged cycle (up to the tolerated misses) and was still there at the
@@ -117,18 +117,6 @@ extension Report {
             let bytes = leaked.reduce(UInt64(0)) { $0 &+ ($1.leakedBytes ?? 0) }
             let blocks = leaked.reduce(UInt64(0)) { $0 &+ ($1.leakedBlocks ?? 0) }
             return "\(bytes) byte(s) leaked in \(blocks) allocation(s)."
-        }
-
-        /// Change of live objects in every cycle, warm-up included (index 0 = cycle 1).
-        public var objectsPerCycle: [Int] {
-            get { objectsSeries.dense }
-            set { objectsSeries = CycleSeries(newValue) }
-        }
-
-        /// Change of live bytes in every cycle, warm-up included.
-        public var bytesPerCycle: [Int] {
-            get { bytesSeries.dense }
-            set { bytesSeries = CycleSeries(newValue) }
         }
 
         /// Mean change of live objects over the judged (last ``cycles``) cycles, or over the
