@@ -100,6 +100,14 @@ extern "C" {
 #define HG_ENV_UNWIND      "HEAPGEN_UNWIND"      /* ignored since the shim dropped libunwind */
 #define HG_ENV_LEAK_SCAN   "HEAPGEN_LEAK_SCAN"   /* "1": at exit, ask the collector for a leak scan
                                                     ({"op":"scan"} on the control channel) */
+#define HG_ENV_RETENTION   "HEAPGEN_RETENTION"   /* "1": at exit, ask for a scan that takes the
+                                                    reference graph only (heapgen --retention) */
+#define HG_ENV_RETENTION_AT "HEAPGEN_RETENTION_AT" /* mark labels, one per line: right after such a
+                                                    mark, ask for a scan that takes the graph */
+#define HG_ENV_RETENTION   "HEAPGEN_RETENTION"   /* "1": at exit, ask for a scan that takes the
+                                                    reference graph only (heapgen --retention) */
+#define HG_ENV_RETENTION_AT "HEAPGEN_RETENTION_AT" /* mark labels, one per line: right after such a
+                                                    mark, ask for a scan that takes the graph */
 
 #define HG_DEFAULT_RING_SLOTS (1u << 18)   /* 256 Ki slots x 32 B = 8 MiB */
 #define HG_DEFAULT_ARENA_MB   256u         /* sparse: pages cost only when touched */

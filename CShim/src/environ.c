@@ -28,7 +28,7 @@ static const char *user_preload;
 
 static const char *const collector_names[] = {
     HG_ENV_SOCK, HG_ENV_COLLECTOR, HG_ENV_FOLLOW, HG_ENV_PRELOAD,
-    HG_ENV_RING_SLOTS, HG_ENV_LEAK_SCAN,
+    HG_ENV_RING_SLOTS, HG_ENV_LEAK_SCAN, HG_ENV_RETENTION, HG_ENV_RETENTION_AT,
 };
 
 /* "NAME=..." for this name? */

@@ -382,6 +382,8 @@ HG_EXPORT void heapgen_mark(const char *label)
     static const char nul = 0;
     uint32_t ref = hg_arena_put(HG_BLOB_STRING, label, (uint32_t)len, &nul, 1, (uint32_t)len + 1);
     hg_emit(HG_K_MARK, 0, ns, ref, 0);
+    if (HG_UNLIKELY(hg_retention_at(label, len)))
+        hg_retention_scan(label, len);
 }
 
 HG_EXPORT int heapgen_is_tracing(void)

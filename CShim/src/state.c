@@ -41,6 +41,13 @@ static uint64_t cfg_arena_bytes = (uint64_t)HG_DEFAULT_ARENA_MB << 20;
 static uint64_t cfg_control_bytes = HG_CONTROL_SIZE;
 static uint32_t cfg_max_frames = HG_DEFAULT_FRAMES;
 static int cfg_leak_scan;
+static int cfg_retention;                 /* HEAPGEN_RETENTION=1: a graph-only scan at exit */
+/* HEAPGEN_RETENTION_AT, copied (the environment may be scrubbed): labels, one
+ * per line, each ended by '\n'. Empty: no mark asks for a scan. */
+static char cfg_retention_at[4096];
+/* Longer labels never match: the request (6 bytes a character at worst) is on the caller's stack. */
+#define HG_RETENTION_LABEL_MAX 512
+static size_t cfg_retention_at_len;
 
 /* The connection a forking thread made for its child (fork_prepare): the
  * child says hello on it, so the collector knows a hello is coming before
@@ -313,6 +320,15 @@ void hg_init_slow(void)
             cfg_max_frames = (uint32_t)frames;
         const char *scan = getenv(HG_ENV_LEAK_SCAN);
         cfg_leak_scan = scan != NULL && strcmp(scan, "1") == 0;
+        const char *retention = getenv(HG_ENV_RETENTION);
+        cfg_retention = retention != NULL && strcmp(retention, "1") == 0;
+        const char *at = getenv(HG_ENV_RETENTION_AT);
+        size_t at_len = at ? strlen(at) : 0;
+        if (at_len > 0 && at_len + 1 < sizeof cfg_retention_at) {   /* longer: ignored, as a bad value */
+            memcpy(cfg_retention_at, at, at_len);
+            cfg_retention_at[at_len] = '\n';
+            cfg_retention_at_len = at_len + 1;
+        }
         fit_address_space_limit();
         const char *mode = getenv(HG_ENV_UNWIND);
         hg_unwind_init();
@@ -346,14 +362,24 @@ extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
  * pointer of a returned frame lies in this live one. `lsan` is the address of
  * the text the program's __lsan_default_suppressions() returns (LeakSanitizer's
  * hook): the collector reads it while this thread waits. */
+static size_t put_hex(char *out, uintptr_t v)
+{
+    for (int shift = 60; shift >= 0; shift -= 4)
+        *out++ = "0123456789abcdef"[(v >> shift) & 15];
+    return 16;
+}
+
+/* Under --retention alone the exit scan takes the graph but judges nothing:
+ * the trace gets no `unreachable` records, as without --leaks. */
 static void hg_leak_scan_at_exit(void *unused)
 {
     (void)unused;
     if (g_hg_phase != 2 || g_hg.hdr == NULL || g_hg.pid != getpid())
         return;
-    static const char head[] = "{\"op\":\"scan\",\"sp\":\"0x";
+    static const char head[] = "{\"op\":\"scan\",\"exit\":true,\"sp\":\"0x";
     static const char lsan[] = "\",\"lsan\":\"0x";
-    char request[96];
+    static const char nojudge[] = "\",\"judge\":false";
+    char request[160];
     char response[256];
     memset(request, 0, sizeof request);
     memset(response, 0, sizeof response);
@@ -362,12 +388,68 @@ static void hg_leak_scan_at_exit(void *unused)
     size_t at = sizeof head - 1;
     for (int shift = 60; shift >= 0; shift -= 4)
         request[at++] = "0123456789abcdef"[(sp >> shift) & 15];
-    uintptr_t text = (uintptr_t)hg_lsan_default_suppressions();
+    uintptr_t text = cfg_leak_scan ? (uintptr_t)hg_lsan_default_suppressions() : 0;
     if (text != 0) {
         memcpy(request + at, lsan, sizeof lsan - 1);
         at += sizeof lsan - 1;
         for (int shift = 60; shift >= 0; shift -= 4)
             request[at++] = "0123456789abcdef"[(text >> shift) & 15];
+    }
+    if (!cfg_leak_scan) {
+        memcpy(request + at, nojudge, sizeof nojudge - 1);
+        at += sizeof nojudge - 1;
+        memcpy(request + at, "}", 2);
+    } else {
+        memcpy(request + at, "\"}", 3);
+    }
+    (void)heapgen_control(request, response, sizeof response);
+}
+
+int hg_retention_at(const char *label, size_t len)
+{
+    if (cfg_retention_at_len == 0 || g_hg_phase != 2 || len > HG_RETENTION_LABEL_MAX)
+        return 0;
+    const char *p = cfg_retention_at, *end = cfg_retention_at + cfg_retention_at_len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if ((size_t)(nl - p) == len && memcmp(p, label, len) == 0)
+            return 1;
+        p = nl + 1;
+    }
+    return 0;
+}
+
+/* --retention-at: the program just published the mark `label` (which
+ * hg_retention_at matched); it waits here while the collector stops every
+ * thread and takes the reference graph. Nothing is judged. The label is
+ * JSON-escaped into the request (control characters as \u00XX). */
+void hg_retention_scan(const char *label, size_t len)
+{
+    if (g_hg.hdr == NULL || g_hg.pid != getpid())
+        return;
+    static const char head[] = "{\"op\":\"scan\",\"judge\":false,\"sp\":\"0x";
+    static const char mid[] = "\",\"retention\":\"";
+    char request[sizeof head + 16 + sizeof mid + 6 * HG_RETENTION_LABEL_MAX + 4];
+    char response[256];
+    memset(response, 0, sizeof response);
+    size_t at = sizeof head - 1;
+    memcpy(request, head, at);
+    at += put_hex(request + at, (uintptr_t)request);
+    memcpy(request + at, mid, sizeof mid - 1);
+    at += sizeof mid - 1;
+    for (size_t k = 0; k < len && k < HG_RETENTION_LABEL_MAX; k++) {
+        unsigned char c = (unsigned char)label[k];
+        if (c == '"' || c == '\\') {
+            request[at++] = '\\';
+            request[at++] = (char)c;
+        } else if (c < 0x20) {
+            memcpy(request + at, "\\u00", 4);
+            request[at + 4] = "0123456789abcdef"[c >> 4];
+            request[at + 5] = "0123456789abcdef"[c & 15];
+            at += 6;
+        } else {
+            request[at++] = (char)c;
+        }
     }
     memcpy(request + at, "\"}", 3);
     (void)heapgen_control(request, response, sizeof response);
@@ -380,6 +462,6 @@ __attribute__((constructor(101))) static void hg_constructor(void)
         hg_init_slow();
     /* Registered before the program's constructors run: among the atexit
      * handlers, this one runs last. */
-    if (g_hg_phase == 2 && cfg_leak_scan)
+    if (g_hg_phase == 2 && (cfg_leak_scan || cfg_retention))
         __cxa_atexit(hg_leak_scan_at_exit, NULL, NULL);
 }

@@ -28,6 +28,15 @@ typedef struct scan_state {
     size_t leader;              /* classify pass: the direct block whose marking runs, else (size_t)-1 */
     uint64_t *owners;           /* classify pass: owner index of each indirect block */
     hg_scan_result *r;
+    /* The reference graph (hg_leak_scan_graph); g is NULL without one or once dropped. */
+    hg_graph *g;
+    uint8_t *edged;             /* block i's out-edges are recorded (a former leader is read twice) */
+    size_t src;                 /* source block of the words scanned, or (size_t)-1: a root */
+    uint32_t region;            /* roots: graph region index of the words scanned */
+    int stack;                  /* roots: a stack, whose return addresses name the frames */
+    uint64_t pc;                /* stack: code address of the frame being scanned */
+    const uint64_t *code;       /* executable mappings as [start, end) pairs, ascending */
+    size_t code_count;
 } scan_state;
 
 /* One root mapping; `allocator` marks libc's writable data (its malloc state). */
@@ -35,6 +44,10 @@ typedef struct root_region {
     uint64_t start, end;
     uint64_t low_sp;            /* lowest stack pointer inside, or UINT64_MAX */
     int allocator;
+    uint32_t kind;              /* enum hg_root_kind, for the graph */
+    int32_t tid;                /* stack: the thread whose SP is lowest inside */
+    uint64_t pc;                /* stack: that thread's instruction pointer */
+    char *path;                 /* graph, globals: module path (malloc'd) */
 } root_region;
 
 static inline uint64_t block_end(const scan_state *s, size_t i)
@@ -67,13 +80,83 @@ static int overlaps_block(const scan_state *s, uint64_t start, uint64_t end)
     return lo < s->n && s->addrs[lo] < end;
 }
 
-static void scan_words(scan_state *s, const uint64_t *words, size_t count)
+/* Drops the graph: a partial one would be silently wrong (a missing edge
+ * looks like a block nothing retains). The scan itself goes on. */
+static void graph_drop(scan_state *s, int32_t why)
+{
+    hg_graph *g = s->g;
+    if (g == NULL) return;
+    free(g->edges);
+    free(g->roots);
+    g->edges = NULL;
+    g->roots = NULL;
+    g->edge_count = g->edge_cap = g->root_count = g->root_cap = 0;
+    g->dropped = why;
+    s->g = NULL;
+}
+
+/* Room for one more edge of either kind in *array (count/cap), within the cap. */
+static int graph_room(scan_state *s, void **array, size_t *cap, size_t count, size_t width)
+{
+    hg_graph *g = s->g;
+    if ((uint64_t)(g->edge_count + g->root_count) >= g->max_edges) { graph_drop(s, 1); return 0; }
+    if (count < *cap) return 1;
+    size_t grown = *cap ? *cap * 2 : 4096;
+    void *p = realloc(*array, grown * width);
+    if (p == NULL) { graph_drop(s, 2); return 0; }
+    *array = p;
+    *cap = grown;
+    return 1;
+}
+
+/* True if `p` points into an executable mapping (a return address, on a stack). */
+static int is_code(const scan_state *s, uint64_t p)
+{
+    size_t lo = 0, hi = s->code_count;          /* first range whose end > p */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->code[2 * mid + 1] <= p) lo = mid + 1; else hi = mid;
+    }
+    return lo < s->code_count && s->code[2 * lo] <= p;
+}
+
+/* Records the reference at `at` (a register number for `reg` >= 0) to block i. */
+static void graph_ref(scan_state *s, uint64_t at, int reg, uint64_t p, size_t i)
+{
+    hg_graph *g = s->g;
+    if (s->starts_only && p != s->addrs[i]) return;     /* the scan's rule for libc's data */
+    if (s->src != (size_t)-1) {
+        if (!graph_room(s, (void **)&g->edges, &g->edge_cap, g->edge_count, sizeof *g->edges)) return;
+        hg_graph_edge *e = &g->edges[g->edge_count++];
+        e->from = (uint32_t)s->src;
+        e->to = (uint32_t)i;
+        e->offset = (uint32_t)(at - s->addrs[s->src]);
+        return;
+    }
+    if (!graph_room(s, (void **)&g->roots, &g->root_cap, g->root_count, sizeof *g->roots)) return;
+    hg_graph_root_edge *e = &g->roots[g->root_count++];
+    e->slot = at;
+    e->pc = s->stack ? s->pc : 0;
+    e->region = s->region;
+    e->to = (uint32_t)i;
+    e->reg = reg;
+}
+
+/* `base` is the address of words[0]; -1: the words are registers (k = register number). */
+static void scan_words(scan_state *s, const uint64_t *words, size_t count, uint64_t base)
 {
     for (size_t k = 0; k < count; k++) {
         uint64_t p = words[k];
+        /* Stack heuristic: the words above a return address belong to the frame
+         * of the function it returns into (the caller of the frame below). */
+        if (s->stack && s->g != NULL && is_code(s, p)) s->pc = p;
         if (p < s->lo || p >= s->hi) continue;
         size_t i = find_block(s, p);
         if (i == (size_t)-1) continue;
+        if (s->g != NULL) {
+            if (base == UINT64_MAX) graph_ref(s, k, (int)k, p, i);
+            else graph_ref(s, base + 8 * k, -1, p, i);
+        }
         if (s->leader != (size_t)-1) {
             /* classify pass: an unreached block (a former leader included) joins
              * the running leader's clique; reachable and indirect blocks stay. */
@@ -128,11 +211,47 @@ static int scan_range(scan_state *s, uint64_t start, uint64_t end)
             continue;
         }
         s->r->scanned_bytes += (uint64_t)got;
-        scan_words(s, s->buf, (size_t)got / 8);
+        scan_words(s, s->buf, (size_t)got / 8, start);
         start += (uint64_t)got & ~7ull;
         if (got < 8) start += 8;
     }
     return 0;
+}
+
+static int edge_order(const void *a, const void *b)
+{
+    const hg_graph_edge *x = a, *y = b;
+    if (x->to != y->to) return x->to < y->to ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Reads and scans block i; records its out-edges the first time (one edge
+ * per target, at the lowest offset). */
+static int scan_block(scan_state *s, size_t i)
+{
+    hg_graph *g = s->g;
+    int record = g != NULL && !s->edged[i];
+    size_t first = record ? g->edge_count : 0;
+    if (!record) s->g = NULL;
+    s->src = i;
+    int rc = scan_range(s, s->addrs[i], s->addrs[i] + s->sizes[i]);
+    s->src = (size_t)-1;
+    if (!record) {
+        s->g = g;
+        return rc;
+    }
+    if (s->g == NULL) return rc;                /* dropped meanwhile */
+    s->edged[i] = 1;
+    size_t count = g->edge_count - first;
+    if (count > 1) {
+        hg_graph_edge *e = g->edges + first;
+        qsort(e, count, sizeof *e, edge_order);
+        size_t kept = 1;
+        for (size_t k = 1; k < count; k++)
+            if (e[k].to != e[kept - 1].to) e[kept++] = e[k];
+        g->edge_count = first + kept;
+    }
+    return rc;
 }
 
 /* True for a mapping of glibc's own libc (libc.so.6, libc-2.xx.so). */
@@ -155,6 +274,43 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
                  uint8_t *marked, uint64_t *owners, uint64_t max_bytes, uint64_t max_ns,
                  uint64_t requester_sp, hg_scan_result *result)
 {
+    return hg_leak_scan_graph(pid, addrs, sizes, n, marked, owners, max_bytes, max_ns,
+                              requester_sp, result, NULL);
+}
+
+void hg_graph_free(hg_graph *graph)
+{
+    if (graph == NULL) return;
+    for (size_t k = 0; k < graph->region_count; k++) free(graph->regions[k].path);
+    free(graph->regions);
+    free(graph->edges);
+    free(graph->roots);
+    graph->regions = NULL;
+    graph->edges = NULL;
+    graph->roots = NULL;
+    graph->region_count = graph->edge_count = graph->edge_cap = graph->root_count = graph->root_cap = 0;
+}
+
+/* Appends [start, end) to the executable ranges (code/count/cap). 0 if out of memory. */
+static int add_code(uint64_t **code, size_t *count, size_t *cap, uint64_t start, uint64_t end)
+{
+    if (*count == *cap) {
+        size_t grown = *cap ? *cap * 2 : 64;
+        uint64_t *p = realloc(*code, grown * 2 * sizeof *p);
+        if (p == NULL) return 0;
+        *code = p;
+        *cap = grown;
+    }
+    (*code)[2 * *count] = start;
+    (*code)[2 * *count + 1] = end;
+    (*count)++;
+    return 1;
+}
+
+int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t n,
+                       uint8_t *marked, uint64_t *owners, uint64_t max_bytes, uint64_t max_ns,
+                       uint64_t requester_sp, hg_scan_result *result, hg_graph *graph)
+{
     memset(result, 0, sizeof *result);
     uint64_t t0 = hg_clock_ns();
     scan_state s = { 0 };
@@ -168,6 +324,18 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
     s.r = result;
     s.leader = (size_t)-1;
     s.owners = owners;
+    s.src = (size_t)-1;
+    uint64_t *code = NULL;
+    size_t code_count = 0, code_cap = 0;
+    if (graph != NULL) {
+        uint64_t cap_edges = graph->max_edges;
+        memset(graph, 0, sizeof *graph);
+        graph->max_edges = cap_edges;
+        /* Every block's edges are read in the classify pass, which needs owners. */
+        if (owners == NULL || cap_edges == 0) graph->dropped = 3;
+        else if ((s.edged = calloc(n ? n : 1, 1)) == NULL) graph->dropped = 2;
+        else s.g = graph;
+    }
     if (n > 0) {
         memset(marked, 0, n);
         s.lo = addrs[0];
@@ -185,6 +353,8 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
         free(s.work);
         free(s.buf);
         free(threads);
+        free(s.edged);
+        if (s.g) graph_drop(&s, 2);
         result->elapsed_ns = hg_clock_ns() - t0;
         return -1;
     }
@@ -216,6 +386,8 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
         free(threads);
         free(s.work);
         free(s.buf);
+        free(s.edged);
+        if (s.g) graph_drop(&s, 3);
         result->elapsed_ns = hg_clock_ns() - t0;
         return -1;
     }
@@ -226,6 +398,8 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
     char *line = NULL;
     size_t line_cap = 0;
     uint64_t libc_end = 0;          /* end of libc's last file mapping: its .bss follows */
+    uint64_t file_end = 0;          /* end of the last file mapping: its .bss may follow */
+    char file_path[4096] = { 0 };
     while (regions && getline(&line, &line_cap, maps) > 0) {
         unsigned long long start, end;
         char perms[8] = { 0 };
@@ -236,8 +410,26 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
         const char *rest = line + consumed;
         while (*rest == ' ') rest++;
         /* libc's .bss: the anonymous mapping right after its file mappings */
-        int allocator = libc || (start == libc_end && (*rest == '\n' || *rest == '\0'));
+        int anonymous = *rest == '\n' || *rest == '\0';
+        int allocator = libc || (start == libc_end && anonymous);
         if (libc) libc_end = end;
+        uint32_t kind = HG_ROOT_OTHER;
+        if (s.g != NULL) {
+            size_t len = strcspn(rest, "\n");
+            if (*rest == '/') {
+                kind = HG_ROOT_GLOBAL;
+                if (len >= sizeof file_path) len = sizeof file_path - 1;
+                memcpy(file_path, rest, len);
+                file_path[len] = 0;
+                file_end = end;
+            } else if (anonymous && start == file_end && file_end != 0) {
+                kind = HG_ROOT_GLOBAL;      /* .bss: the anonymous mapping right after a module's */
+            } else if (strncmp(rest, "[stack]", 7) == 0) {
+                kind = HG_ROOT_STACK;
+            }
+            if (perms[2] == 'x' && !add_code(&code, &code_count, &code_cap, start, end))
+                graph_drop(&s, 2);
+        }
         if (perms[0] != 'r' || perms[1] != 'w')
             continue;
         if (strstr(line, "/memfd:heapgen") != NULL)
@@ -254,6 +446,10 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
         regions[count].end = end;
         regions[count].low_sp = UINT64_MAX;
         regions[count].allocator = allocator;
+        regions[count].kind = kind;
+        regions[count].tid = 0;
+        regions[count].pc = 0;
+        regions[count].path = kind == HG_ROOT_GLOBAL && s.g != NULL ? strdup(file_path) : NULL;
         count++;
     }
     free(line);
@@ -272,7 +468,12 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
             uint64_t sp = t < stopped ? threads[t].sp : requester_sp;
             if (t == stopped && (stopped > 0 || sp == 0)) break;
             long k = region_of(regions, count, sp);
-            if (k >= 0 && sp < regions[k].low_sp) regions[k].low_sp = sp;
+            if (k >= 0) regions[k].kind = HG_ROOT_STACK;
+            if (k >= 0 && sp < regions[k].low_sp) {
+                regions[k].low_sp = sp;
+                regions[k].tid = t < stopped ? threads[t].tid : 0;
+                regions[k].pc = t < stopped ? threads[t].pc : 0;
+            }
         }
         for (size_t k = 0; k < count; k++) {
             uint64_t live = regions[k].low_sp & ~7ull;
@@ -281,23 +482,52 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
                 regions[k].start = live;
             }
         }
-        for (int t = 0; t < stopped; t++)
-            scan_words(&s, threads[t].regs, HG_SCAN_REG_WORDS);
+        s.code = code;
+        s.code_count = code_count;
+        for (int t = 0; t < stopped; t++) {
+            s.region = (uint32_t)(count + (size_t)t);     /* after the mappings */
+            scan_words(&s, threads[t].regs, HG_SCAN_REG_WORDS, UINT64_MAX);
+        }
     }
     for (size_t k = 0; rc == 0 && k < count; k++) {
         result->root_regions++;
         uint64_t before = result->scanned_bytes;
         s.starts_only = regions[k].allocator;
+        s.region = (uint32_t)k;
+        s.stack = regions[k].kind == HG_ROOT_STACK;
+        s.pc = regions[k].pc;       /* slots below the first return address: the thread's RIP */
         rc = scan_range(&s, regions[k].start, regions[k].end);
         s.starts_only = 0;
+        s.stack = 0;
         result->root_bytes += result->scanned_bytes - before;
     }
+    /* The graph keeps the regions (their paths move into it). */
+    if (s.g != NULL && regions != NULL) {
+        hg_graph_region *out = calloc(count + (size_t)stopped + 1, sizeof *out);
+        if (out == NULL) {
+            graph_drop(&s, 2);
+        } else {
+            for (size_t k = 0; k < count; k++) {
+                out[k] = (hg_graph_region){ regions[k].start, regions[k].end, regions[k].kind,
+                                            regions[k].tid, regions[k].path };
+                regions[k].path = NULL;
+            }
+            for (int t = 0; t < stopped; t++)
+                out[count + (size_t)t] = (hg_graph_region){ 0, 0, HG_ROOT_REGISTERS, threads[t].tid, NULL };
+            graph->regions = out;
+            graph->region_count = count + (size_t)stopped;
+        }
+    }
+    for (size_t k = 0; regions != NULL && k < count; k++) free(regions[k].path);
     free(regions);
+    free(code);
+    s.code = NULL;
+    s.code_count = 0;
 
     /* Mark: scan every reached block, transitively. */
     while (rc == 0 && s.work_len > 0) {
         size_t i = s.work[--s.work_len];
-        rc = scan_range(&s, addrs[i], addrs[i] + sizes[i]);
+        rc = scan_block(&s, i);
     }
     /* Direct and indirect leaks, valgrind's rule (memcheck's lc_scan cliques):
      * each unreached block not yet indirect, in address order, marks the
@@ -310,10 +540,10 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
         for (size_t i = 0; rc == 0 && i < n; i++) {
             if (marked[i] != 0) continue;
             s.leader = i;
-            rc = scan_range(&s, addrs[i], addrs[i] + sizes[i]);
+            rc = scan_block(&s, i);
             while (rc == 0 && s.work_len > 0) {
                 size_t j = s.work[--s.work_len];
-                rc = scan_range(&s, addrs[j], addrs[j] + sizes[j]);
+                rc = scan_block(&s, j);
             }
             s.work_len = 0;
         }
@@ -332,6 +562,12 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
     free(threads);
     free(s.work);
     free(s.buf);
+    free(s.edged);
+    if (s.g != NULL && (rc != 0 || result->error != 0 || result->aborted != 0)) {
+        graph_drop(&s, 3);
+        hg_graph_free(graph);
+        graph->dropped = 3;
+    }
     result->elapsed_ns = hg_clock_ns() - t0;
     return rc == 0 && result->error == 0 && result->aborted == 0 ? 0 : -1;
 }

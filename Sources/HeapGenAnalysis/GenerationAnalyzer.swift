@@ -201,6 +201,8 @@ public struct GenerationAnalyzer {
                                        recordIndex: recordIndex, generation: generation))
         case .threadStart:
             break
+        case .referenceGraph:
+            break       // the retention analysis (issue 11) reads it
         case let .lost(count):
             totals.lostRecords &+= count
         case let .unreachable(addresses):

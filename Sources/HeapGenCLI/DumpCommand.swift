@@ -68,6 +68,15 @@ struct DumpCommand: ParsableCommand {
             return "program_suppressions \(quoted(text))"
         case let .indirectLeaks(leaks):
             return "indirect \(leaks.count) " + leaks.map { "\(hex($0.address))<-\(hex($0.owner))" }.joined(separator: " ")
+        case let .referenceGraph(g):
+            // A summary: the graph itself can hold millions of edges.
+            let trigger: String
+            switch g.trigger {
+            case .exit: trigger = "exit"
+            case .request: trigger = "request"
+            case .mark(let label): trigger = "mark:" + quoted(label)
+            }
+            return "reference_graph trigger=\(trigger) blocks=\(g.blocks.count) edges=\(g.edges.count) regions=\(g.roots.count) root_edges=\(g.rootEdges.count) field_types=\(g.fieldNames.count) bytes_read=\(g.bytesRead) ns=\(g.nanoseconds)"
         case let .end(e):
             var line = "end reason=\(e.reason) status=\(e.status) events=\(e.eventCount) waits=\(e.producerWaits) wait_ns=\(e.producerWaitNanoseconds) lost=\(e.lostEvents) torn=\(e.tornEvents) arena_full=\(e.arenaFull) free_null=\(e.freeNullCalls) unwind_fallbacks=\(e.unwindFallbacks) stacks_lost=\(e.stacksLost)"
             // Not in the file: the reader's stand-in for a trace cut short.

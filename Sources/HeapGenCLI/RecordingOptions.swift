@@ -47,6 +47,14 @@ struct RecordingOptions<Command: QuietFlagHelp>: ParsableArguments {
     @Flag(help: "At exit, find the blocks nothing references any more (a conservative reachability scan, like LeakSanitizer) and record them: the report calls sites with unreachable blocks at exit 'leaked', with their blocks and bytes.")
     var leaks = false
 
+    @Flag(help: "At exit, take the reference graph of the live heap (who references each block, from which globals, stacks and registers) for retention paths, without judging leaks unless --leaks is given too.")
+    var retention = false
+
+    @Option(name: .customLong("retention-at"), help: ArgumentHelp(
+        "Right after the program's mark LABEL (heapgen_mark), take the reference graph of the live heap there, with its threads stopped. Repeatable.",
+        valueName: "label"))
+    var retentionAt: [String] = []
+
     /// Checks the durations and the ring size. Not `validate()`: ArgumentParser runs a
     /// group's `validate()` while parsing, before the command's check of the program
     /// words, and a missing program must be reported first.
@@ -59,6 +67,9 @@ struct RecordingOptions<Command: QuietFlagHelp>: ParsableArguments {
         // 0 would mean "never": say so instead of recording without the marks asked for.
         if let markEvery, DurationArgument.nanoseconds(markEvery) == 0 {
             throw ValidationError("--mark-every takes a duration above zero, such as 2s or 500ms, not '\(markEvery)'.")
+        }
+        for label in retentionAt where label.isEmpty || label.utf8.count > 512 || label.contains("\n") {
+            throw ValidationError("--retention-at takes a mark label of 1 to 512 bytes without a newline, not '\(label)'.")
         }
         if let ringSlots, !Recorder.validRingSlots(ringSlots) {
             throw ValidationError("--ring-slots must be a power of two between \(Recorder.minRingSlots) and \(Recorder.maxRingSlots).")
@@ -80,6 +91,8 @@ struct RecordingOptions<Command: QuietFlagHelp>: ParsableArguments {
         options.markEveryNanoseconds = markEvery.flatMap(DurationArgument.nanoseconds) ?? 0
         options.settleNanoseconds = settle.flatMap(DurationArgument.nanoseconds) ?? 0
         options.scanLeaks = leaks
+        options.retention = retention
+        options.retentionAt = retentionAt
         options.storeSymbols = !noSymbols
         return options
     }

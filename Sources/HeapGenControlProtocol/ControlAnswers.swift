@@ -79,6 +79,9 @@ public enum ControlAnswerText {
         public var threadsStopped: UInt64
         public var deadStackBytes: UInt64
         public var microseconds: UInt64
+        /// The reference graph's fate when worth saying (dropped, or recorded by a scan that
+        /// judged nothing); nil: not in the answer.
+        public var graph: String?
 
         public init(unreachable: Int, indirect: Int, live: Int, scannedBytes: UInt64, rootBytes: UInt64,
                     rootRegions: UInt64, threads: UInt64, threadsStopped: UInt64, deadStackBytes: UInt64,
@@ -109,6 +112,7 @@ public enum ControlAnswerText {
             w.int("threadsStopped", threadsStopped)
             w.int("deadStackBytes", deadStackBytes)
             w.int("microseconds", microseconds)
+            if let graph { w.string("graph", graph) }
             return w.json
         }
     }

@@ -155,8 +155,14 @@ final class ControlChannel {
         var result = hg_scan_result()
         // The requester's stack pointer bounds its stack when the threads cannot be stopped.
         let requesterSP = request.address("sp") ?? 0
-        _ = hg_leak_scan(seg.pid, addresses, sizes, blocks.count, &marked, &owners, Self.scanMaxBytes,
-                         Self.scanMaxNanoseconds, requesterSP, &result)
+        // Every scan takes the reference graph too; `"judge":false` (--retention alone,
+        // --retention-at) writes only the graph, no verdict on leaks.
+        let judge = request.fields["judge"] != .bool(false)
+        var graph = hg_graph()
+        graph.max_edges = Self.graphMaxEdges
+        _ = hg_leak_scan_graph(seg.pid, addresses, sizes, blocks.count, &marked, &owners, Self.scanMaxBytes,
+                               Self.scanMaxNanoseconds, requesterSP, &result, &graph)
+        defer { hg_graph_free(&graph) }
         if result.ptrace_error != 0 && result.error == 0 && result.aborted == 0 {
             printDiagnostic("note: the leak scan could not stop the threads of process \(seg.pid) (\(errorString(result.ptrace_error)): another tracer, or a ptrace restriction such as /proc/sys/kernel/yama/ptrace_scope): their registers were not read and whole stacks of other threads counted as roots, so a leak may be missed")
         }
@@ -171,8 +177,31 @@ final class ControlChannel {
             } else {
                 why = "the leak scan of process \(seg.pid) stopped after \(Self.scanMaxNanoseconds / 1_000_000_000) s"
             }
-            printDiagnostic("warning: \(why); no block is reported as leaked")
+            printDiagnostic(judge ? "warning: \(why); no block is reported as leaked"
+                                  : "warning: \(why); no reference graph is recorded")
             return .failure(ControlProtocolError(why))
+        }
+        var graphNote: String?
+        if graph.dropped != 0 {
+            let why = graph.dropped == 1 ? "more than \(Self.graphMaxEdges) references" : "out of memory"
+            graphNote = "the reference graph of process \(seg.pid) was dropped: \(why)"
+            printDiagnostic("warning: \(graphNote!); no retention paths for this scan")
+        } else {
+            let trigger: ReferenceGraphRecord.Trigger
+            if let label = request.fields["retention"]?.string { trigger = .mark(label) }
+            else if request.fields["exit"] == .bool(true) { trigger = .exit }
+            else { trigger = .request }
+            seg.writer.referenceGraph(Self.graphRecord(graph, blocks: addresses, trigger: trigger, result: result))
+        }
+        guard judge else {
+            var answer = ControlAnswerText.Scan(
+                unreachable: 0, indirect: 0, live: blocks.count,
+                scannedBytes: UInt64(result.scanned_bytes), rootBytes: UInt64(result.root_bytes),
+                rootRegions: UInt64(result.root_regions), threads: UInt64(result.threads),
+                threadsStopped: UInt64(result.threads_stopped), deadStackBytes: UInt64(result.dead_stack_bytes),
+                microseconds: UInt64(result.elapsed_ns / 1000))
+            answer.graph = graphNote ?? "recorded"
+            return .success(answer.json)
         }
         var unreachable: [UInt64] = []
         var indirect: [IndirectLeak] = []
@@ -192,12 +221,41 @@ final class ControlChannel {
                 printDiagnostic("warning: cannot read the text of __lsan_default_suppressions() in process \(seg.pid) (unreadable, or longer than 64 KiB): ignored")
             }
         }
-        return .success(ControlAnswerText.Scan(
+        var answer = ControlAnswerText.Scan(
             unreachable: unreachable.count, indirect: indirect.count, live: blocks.count,
             scannedBytes: UInt64(result.scanned_bytes), rootBytes: UInt64(result.root_bytes),
             rootRegions: UInt64(result.root_regions), threads: UInt64(result.threads),
             threadsStopped: UInt64(result.threads_stopped), deadStackBytes: UInt64(result.dead_stack_bytes),
-            microseconds: UInt64(result.elapsed_ns / 1000)).json)
+            microseconds: UInt64(result.elapsed_ns / 1000))
+        answer.graph = graphNote
+        return .success(answer.json)
+    }
+
+    /// Cap on the reference graph's edges and root edges (12 and 32 bytes each in the
+    /// collector): past it the graph is dropped whole, never kept in part.
+    static let graphMaxEdges: UInt64 = 64 << 20
+
+    /// The trace record of a scan's graph (the C arrays copied once).
+    static func graphRecord(_ g: hg_graph, blocks: [UInt64], trigger: ReferenceGraphRecord.Trigger,
+                            result: hg_scan_result) -> ReferenceGraphRecord {
+        var record = ReferenceGraphRecord(trigger: trigger, blocks: blocks, bytesRead: UInt64(result.scanned_bytes),
+                                          nanoseconds: UInt64(result.elapsed_ns))
+        record.edges = (0..<g.edge_count).map {
+            let e = g.edges[$0]
+            return ReferenceGraphRecord.Edge(from: e.from, to: e.to, offset: e.offset)
+        }
+        record.roots = (0..<g.region_count).map {
+            let r = g.regions[$0]
+            return ReferenceGraphRecord.RootRegion(
+                kind: ReferenceGraphRecord.RootKind(rawValue: UInt8(truncatingIfNeeded: r.kind)) ?? .other,
+                start: r.start, end: r.end, tid: UInt32(bitPattern: r.tid), modulePath: r.path.map { String(cString: $0) })
+        }
+        record.rootEdges = (0..<g.root_count).map {
+            let e = g.roots[$0]
+            return ReferenceGraphRecord.RootEdge(region: e.region, slot: e.reg >= 0 ? 0 : e.slot, to: e.to, pc: e.pc,
+                                                 register: e.reg >= 0 ? UInt8(e.reg) : nil)
+        }
+        return record
     }
 
     /// What the collector and the segment can tell the responder, at this request.

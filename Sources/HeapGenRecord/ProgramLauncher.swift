@@ -120,7 +120,8 @@ struct ProgramLauncher {
     /// taken out of heapgen's own environment first (a nested heapgen), and
     /// by the shim from an untraced descendant's.
     static let collectorVariables: Set<String> = ["HEAPGEN_SOCK", "HEAPGEN_COLLECTOR", "HEAPGEN_FOLLOW",
-                                                  "HEAPGEN_PRELOAD", "HEAPGEN_RING_SLOTS", "HEAPGEN_LEAK_SCAN"]
+                                                  "HEAPGEN_PRELOAD", "HEAPGEN_RING_SLOTS", "HEAPGEN_LEAK_SCAN",
+                                                  "HEAPGEN_RETENTION", "HEAPGEN_RETENTION_AT"]
 
     /// The environment for the program: ours, with the shim put first in
     /// `LD_PRELOAD` (in its place, if the user has one), then the collector's
@@ -151,6 +152,10 @@ struct ProgramLauncher {
         if let userPreload { env.append("HEAPGEN_PRELOAD=LD_PRELOAD=\(userPreload)") }
         if let ringSlots = options.ringSlots { env.append("HEAPGEN_RING_SLOTS=\(ringSlots)") }
         if options.scanLeaks { env.append("HEAPGEN_LEAK_SCAN=1") }
+        if options.retention { env.append("HEAPGEN_RETENTION=1") }
+        if !options.retentionAt.isEmpty {
+            env.append("HEAPGEN_RETENTION_AT=" + options.retentionAt.joined(separator: "\n"))
+        }
         return env
     }
 

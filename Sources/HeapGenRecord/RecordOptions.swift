@@ -31,6 +31,14 @@ public struct RecordOptions: Sendable {
     /// program exits (its shim's atexit handler) find the blocks nothing references any
     /// more with a conservative reachability scan; they go into the trace as `unreachable`.
     public var scanLeaks: Bool = false
+    /// `--retention`: at exit, scan as `--leaks` does to take the reference graph of the live
+    /// heap (a `referenceGraph` record), without judging leaks unless `scanLeaks` is on too.
+    public var retention: Bool = false
+    /// `--retention-at LABEL`: right after each program mark with one of these labels, the
+    /// shim asks for a scan that takes the reference graph there (threads stopped).
+    public var retentionAt: [String] = []
+    /// The collector tracks every live block from the start: some scan will need them.
+    public var tracksLiveBlocks: Bool { scanLeaks || retention || !retentionAt.isEmpty }
     /// At the end, store in each trace what its stacks symbolicate to (`--no-symbols` turns
     /// it off): the trace then reports and diffs the same after the program is rebuilt.
     public var storeSymbols: Bool = true

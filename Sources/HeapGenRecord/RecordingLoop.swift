@@ -531,7 +531,7 @@ final class RecordingLoop {
         // is the collector's own live heap when there is one, tracked once for both (an
         // `untrack` only drops the control channel's reference to it) — but not in a forked
         // child, whose own heap starts with the inherited blocks its tracker never counted.
-        if options.scanLeaks {
+        if options.tracksLiveBlocks {
             seg.control.tracker = origin == .fork ? LiveTracker(since: 0) : seg.liveHeap ?? LiveTracker(since: 0)
         }
         if origin == .fork { inherit(seg, forkID: raw.pointee.parent_fork_id) }

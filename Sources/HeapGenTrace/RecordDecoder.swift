@@ -14,6 +14,8 @@ struct RecordDecoder {
     /// Alloc, free, reallocUndo and mark records so far.
     var events: UInt64 = 0
     var records: UInt64 = 0
+    /// A `referenceGraph` being read: only its parts may come until its end part.
+    var graph: ReferenceGraphAssembly?
 
     init(file: String) {
         self.file = file
@@ -37,6 +39,9 @@ struct RecordDecoder {
                 if sawSymbols && tag != RecordTag.end {
                     throw c.corrupt("record tag \(hex(tag)) after the symbols records (only end may follow them)", at: start)
                 }
+            }
+            if graph != nil && tag != RecordTag.referenceGraph {
+                throw c.corrupt("record tag \(hex(tag)) inside a reference graph (before its end part)", at: start)
             }
             if !sawProcess && tag != RecordTag.process {
                 throw c.corrupt("first record has tag \(hex(tag)), not process (0x20)", at: start)
@@ -169,6 +174,24 @@ struct RecordDecoder {
 
             case RecordTag.programSuppressions:
                 try body(.programSuppressions(try c.string("program suppressions")))
+
+            case RecordTag.referenceGraph:
+                let partAt = c.position
+                let code = try c.byte()
+                guard let part = ReferenceGraphRecord.Part(rawValue: code) else {
+                    throw c.corrupt("unknown reference graph part \(code)", at: partAt)
+                }
+                if part == .header {
+                    if graph != nil { throw c.corrupt("reference graph header inside another reference graph", at: start) }
+                    graph = try ReferenceGraphAssembly.header(&c)
+                } else {
+                    guard graph != nil else { throw c.corrupt("reference graph part \(code) without its header", at: start) }
+                    if try graph!.decode(part, &c, partAt: partAt) {
+                        let record = graph!.record
+                        graph = nil
+                        try body(.referenceGraph(record))
+                    }
+                }
 
             case RecordTag.process:
                 if sawProcess { throw c.corrupt("second process record", at: start) }

@@ -253,7 +253,7 @@ public struct TraceSummary: Sendable, Codable {
                 threads += 1
             case let .lost(count):
                 lost &+= count
-            case .unreachable, .indirectLeaks, .programSuppressions:
+            case .unreachable, .indirectLeaks, .programSuppressions, .referenceGraph:
                 break
             case let .process(record):
                 process = record

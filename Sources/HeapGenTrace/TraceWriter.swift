@@ -406,6 +406,17 @@ public final class TraceWriter {
         endLargeRecord()
     }
 
+    /// Appends a `referenceGraph` (minor version 4) as its run of part records.
+    public func referenceGraph(_ graph: ReferenceGraphRecord) {
+        guard writable else { return }
+        for bytes in graph.encodedParts() {
+            reserve(bytes.count)
+            bytes.withUnsafeBufferPointer { (buffer + position).update(from: $0.baseAddress!, count: $0.count) }
+            position &+= bytes.count
+            endLargeRecord()
+        }
+    }
+
     /// Writes the pending chunk.
     ///
     /// - Throws: ``TraceError`` (`.io`): this write's error, or the earlier ``failure``.

@@ -27,7 +27,13 @@ final class FuzzTests: XCTestCase {
                 }
             }
         }
-        return [small, mixed]
+        // The reference graph: a run of part records the decoder reassembles.
+        let graph = try writeTrace { w in
+            w.appendAllocation(.malloc, address: 0x10, size: 8, stack: 0, type: 0)
+            w.referenceGraph(sampleGraph())
+            w.referenceGraph(sampleGraph(blocks: 2, trigger: .exit))
+        }
+        return [small, mixed, graph]
     }
 
     /// Reads `bytes` fully and returns "ok" or the error kind; any other outcome fails the test.

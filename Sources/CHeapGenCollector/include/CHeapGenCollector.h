@@ -300,6 +300,7 @@ typedef struct hg_thread_state {
     pid_t tid;
     int32_t pending_signal;  /* signal that stopped it instead of our interrupt: re-sent at detach */
     uint64_t sp;
+    uint64_t pc;             /* instruction pointer (the reference graph's innermost frame) */
     uint64_t regs[HG_SCAN_REG_WORDS];
 } hg_thread_state;
 
@@ -336,6 +337,54 @@ void hg_threads_resume(const hg_thread_state *threads, int n);
 int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t n,
                  uint8_t *marked, uint64_t *owners, uint64_t max_bytes, uint64_t max_ns,
                  uint64_t requester_sp, hg_scan_result *result);
+
+/* The reference graph of the live heap (heapgen --retention, and every leak
+ * scan): taken by hg_leak_scan_graph while the threads are stopped. */
+enum hg_root_kind {
+    HG_ROOT_GLOBAL    = 0, /* a file-backed rw mapping, or the anonymous one right after one (.bss) */
+    HG_ROOT_STACK     = 1, /* a mapping holding a thread's stack pointer (or named [stack])     */
+    HG_ROOT_REGISTERS = 2, /* a stopped thread's registers (start = end = 0)                      */
+    HG_ROOT_OTHER     = 3, /* any other rw anonymous mapping (TLS, mmap'd arenas, ...)            */
+};
+typedef struct hg_graph_edge {
+    uint32_t from, to;       /* block indices                                   */
+    uint32_t offset;         /* byte offset of the referring word in `from`     */
+} hg_graph_edge;
+typedef struct hg_graph_root_edge {
+    uint64_t slot;           /* address of the root word (register number for registers) */
+    uint64_t pc;             /* stacks: code address of the frame holding the slot (0: none) */
+    uint32_t region;         /* index in regions                                */
+    uint32_t to;             /* block index                                     */
+    int32_t reg;             /* register number (-1: not a register)            */
+} hg_graph_root_edge;
+typedef struct hg_graph_region {
+    uint64_t start, end;     /* what was scanned (a stack from the SP up)       */
+    uint32_t kind;           /* enum hg_root_kind                               */
+    int32_t tid;             /* stacks and registers: the thread (0: unknown)   */
+    char *path;              /* globals: the module's path (malloc'd), else NULL */
+} hg_graph_region;
+typedef struct hg_graph {
+    uint64_t max_edges;      /* in: cap on edges + root edges (0: no graph)      */
+    hg_graph_edge *edges;    /* out: grouped by source block, deduplicated       */
+    size_t edge_count, edge_cap;
+    hg_graph_root_edge *roots;
+    size_t root_count, root_cap;
+    hg_graph_region *regions;
+    size_t region_count;
+    int32_t dropped;         /* 0 complete; 1 edge cap, 2 out of memory, 3 scan incomplete:
+                                then nothing is kept (never a partial graph)     */
+} hg_graph;
+
+/* hg_leak_scan, also building the reference graph into `graph` (NULL: none):
+ * every 8-aligned word of every live block (reached or not: each is read once)
+ * pointing into a live block is an edge (interior pointers count; one edge per
+ * (source, target), at the lowest offset), every root word pointing into a
+ * block a root edge (libc's data: block starts only, as the scan). Free with
+ * hg_graph_free. */
+int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t n,
+                       uint8_t *marked, uint64_t *owners, uint64_t max_bytes, uint64_t max_ns,
+                       uint64_t requester_sp, hg_scan_result *result, hg_graph *graph);
+void hg_graph_free(hg_graph *graph);
 
 /* Reads the NUL-terminated string at `address` in process `pid` into buf
  * (capacity bytes, terminator included). Returns its length, or -1 if it
