@@ -191,7 +191,9 @@ final class ControlChannel {
             if let label = request.fields["retention"]?.string { trigger = .mark(label) }
             else if request.fields["exit"] == .bool(true) { trigger = .exit }
             else { trigger = .request }
-            seg.writer.referenceGraph(Self.graphRecord(graph, blocks: addresses, trigger: trigger, result: result))
+            var record = Self.graphRecord(graph, blocks: addresses, trigger: trigger, result: result)
+            record.fieldNames = classFields(seg, types: tracker.liveTypes())
+            seg.writer.referenceGraph(record)
         }
         guard judge else {
             var answer = ControlAnswerText.Scan(
@@ -229,6 +231,40 @@ final class ControlChannel {
             microseconds: UInt64(result.elapsed_ns / 1000))
         answer.graph = graphNote
         return .success(answer.json)
+    }
+
+    /// Swift classes whose stored properties a scan reads at most (the rest: no names).
+    static let maxClassTypes = 4096
+
+    /// Stored properties of the live blocks' Swift classes, by type id (read once per type
+    /// from the program's class metadata; types that are not readable classes have none).
+    private func classFields(_ seg: Segment, types: Set<UInt32>) -> [UInt32: [ReferenceGraphRecord.Field]] {
+        let control = seg.control
+        var out: [UInt32: [ReferenceGraphRecord.Field]] = [:]
+        let capacity = 4096
+        let fields = UnsafeMutablePointer<hg_swift_field>.allocate(capacity: capacity)
+        let names = UnsafeMutablePointer<CChar>.allocate(capacity: 1 << 20)
+        defer {
+            fields.deallocate()
+            names.deallocate()
+        }
+        for type in types.sorted().prefix(Self.maxClassTypes) {
+            if let known = control.classFields[type] {
+                if !known.isEmpty { out[type] = known }
+                continue
+            }
+            var found: [ReferenceGraphRecord.Field] = []
+            if let metadata = control.typeMetadata[type], metadata != 0 {
+                let n = hg_swift_class_fields(seg.pid, metadata, fields, Int32(capacity), names, 1 << 20)
+                for k in 0..<max(0, Int(n)) {
+                    found.append(.init(offset: fields[k].offset, name: String(cString: names + Int(fields[k].name))))
+                }
+            }
+            found.sort { $0.offset < $1.offset }
+            control.classFields[type] = found
+            if !found.isEmpty { out[type] = found }
+        }
+        return out
     }
 
     /// Cap on the reference graph's edges and root edges (12 and 32 bytes each in the

@@ -14,6 +14,11 @@ import HeapGenTrace
 final class SegmentControl {
     /// Swift type names by type id.
     var typeNames: [UInt32: String] = [:]
+    /// Swift type metadata addresses by type id (0 or absent: unknown).
+    var typeMetadata: [UInt32: UInt64] = [:]
+    /// Stored properties of the Swift classes read so far, by type id (the reference
+    /// graph's field names; metadata does not change, so each is read once).
+    var classFields: [UInt32: [ReferenceGraphRecord.Field]] = [:]
     /// Module loads and unloads; `recordIndex` is the ring position of the record.
     var modules: [ModuleEvent] = []
     /// Live tracking, once the program asked for it (with `--leaks`, from the first event:
@@ -115,6 +120,13 @@ final class LiveTracker {
 
     init(since: UInt64) {
         self.since = since
+    }
+
+    /// Type ids of the live blocks (0 left out).
+    func liveTypes() -> Set<UInt32> {
+        var out = Set<UInt32>()
+        heap.forEach { _, block in if block.type != 0 { out.insert(block.type) } }
+        return out
     }
 
     /// Live blocks.

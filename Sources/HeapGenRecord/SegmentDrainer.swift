@@ -230,6 +230,7 @@ final class SegmentDrainer {
             w.defineType(id: s.aux, metadata: s.addr, name: name)
             seg.types.insert(s.aux)
             seg.control.typeNames[s.aux] = name
+            seg.control.typeMetadata[s.aux] = s.addr
         case UInt32(HG_K_MARK.rawValue):
             let label = s.ref == 0 ? "" : string(seg, ref: s.ref)
             if label == nil { seg.badRecords &+= 1 }

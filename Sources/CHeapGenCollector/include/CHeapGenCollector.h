@@ -386,6 +386,21 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
                        uint64_t requester_sp, hg_scan_result *result, hg_graph *graph);
 void hg_graph_free(hg_graph *graph);
 
+/* One stored property of a Swift class (hg_swift_class_fields). */
+typedef struct hg_swift_field {
+    uint32_t offset;         /* byte offset in the instance                  */
+    uint32_t name;           /* offset of its NUL-terminated name in `names` */
+} hg_swift_field;
+
+/* Reads the stored properties of the Swift class whose metadata is at
+ * `metadata` in the (stopped) process `pid`, the class's own first, then its
+ * superclasses' (swiftfields.c gives the layouts). Every read is checked;
+ * a level that does not look like Swift class metadata ends the walk.
+ * Returns the number of fields written (names into `names`), or -1 if
+ * `metadata` itself is not a readable Swift class. */
+int hg_swift_class_fields(pid_t pid, uint64_t metadata, hg_swift_field *fields, int capacity,
+                          char *names, size_t names_cap);
+
 /* Reads the NUL-terminated string at `address` in process `pid` into buf
  * (capacity bytes, terminator included). Returns its length, or -1 if it
  * cannot be read or has no terminator within capacity. */

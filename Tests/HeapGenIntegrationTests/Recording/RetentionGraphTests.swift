@@ -148,4 +148,42 @@ final class RetentionGraphTests: XCTestCase {
         XCTAssertEqual(rec.result.stderr, plain.stderr)
         XCTAssertEqual(rec.result.status, plain.status)
     }
+
+    func testSwiftClassFieldsAreNamedFromTheMetadata() throws {
+        let exe = try Fixture.build("RetentionFixture.swift")
+        let rec = try HeapGenCLI.recording(exe, [], flags: ["--quiet", "--retention"])
+        XCTAssertStatus(rec.result, 0)
+        var types: [String: UInt32] = [:]
+        var graph: ReferenceGraphRecord?
+        var typeOf: [UInt64: UInt32] = [:]
+        var reader = try TraceReader(path: rec.trace)
+        try reader.forEach { record in
+            switch record {
+            case let .type(id, _, name): types[name] = id
+            case let .allocation(_, address, _, _, type): typeOf[address] = type
+            case let .referenceGraph(g): graph = g
+            default: break
+            }
+        }
+        let g = try XCTUnwrap(graph)
+        let bus = try XCTUnwrap(types["Fixture.EventBus"]), handler = try XCTUnwrap(types["Fixture.Handler"])
+        // What the fixture found in its own objects' memory.
+        var printed: [String: UInt32] = [:]
+        for l in rec.result.stdoutText.split(separator: "\n") {
+            let w = l.split(separator: " ")
+            if w.count == 2, let v = UInt32(w[1]) { printed[String(w[0])] = v }
+        }
+        func named(_ type: UInt32, _ name: String) -> UInt32? { g.fieldNames[type]?.first { $0.name == name }?.offset }
+        XCTAssertEqual(named(bus, "last"), printed["EventBus.last"], "\(g.fieldNames)")
+        XCTAssertEqual(named(handler, "bus"), printed["Handler.bus"], "\(g.fieldNames)")
+        XCTAssertEqual(named(handler, "owner"), printed["Base.owner"], "superclass fields: \(g.fieldNames)")
+        XCTAssertEqual(g.fieldNames[bus]?.map(\.name), ["count", "name", "subscribers", "last"])
+        XCTAssertEqual(g.fieldNames[handler]?.map(\.name), ["id", "owner", "tag", "bus"])
+        XCTAssertEqual(g.fieldNames[bus]?.map(\.offset), g.fieldNames[bus]?.map(\.offset).sorted())
+        // The edge EventBus -> its last Handler sits at `last`'s offset.
+        let busBlocks = g.blocks.indices.filter { typeOf[g.blocks[$0]] == bus }.map(UInt32.init)
+        let lastOffset = try XCTUnwrap(named(bus, "last"))
+        XCTAssertTrue(g.edges.contains { busBlocks.contains($0.from) && typeOf[g.blocks[Int($0.to)]] == handler && $0.offset == lastOffset },
+                      "an EventBus.last edge")
+    }
 }
