@@ -468,7 +468,11 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
             uint64_t sp = t < stopped ? threads[t].sp : requester_sp;
             if (t == stopped && (stopped > 0 || sp == 0)) break;
             long k = region_of(regions, count, sp);
-            if (k >= 0) regions[k].kind = HG_ROOT_STACK;
+            if (k >= 0 && regions[k].kind != HG_ROOT_STACK) {
+                regions[k].kind = HG_ROOT_STACK;    /* e.g. a thread stack mmap'd right after a module */
+                free(regions[k].path);
+                regions[k].path = NULL;
+            }
             if (k >= 0 && sp < regions[k].low_sp) {
                 regions[k].low_sp = sp;
                 regions[k].tid = t < stopped ? threads[t].tid : 0;

@@ -268,8 +268,14 @@ final class ControlChannel {
     }
 
     /// Cap on the reference graph's edges and root edges (12 and 32 bytes each in the
-    /// collector): past it the graph is dropped whole, never kept in part.
-    static let graphMaxEdges: UInt64 = 64 << 20
+    /// collector): past it the graph is dropped whole, never kept in part. 64 Mi, or
+    /// `HEAPGEN_GRAPH_MAX_EDGES` from heapgen's environment (a lower memory bound; tests).
+    static let graphMaxEdges: UInt64 = {
+        if let text = getenv("HEAPGEN_GRAPH_MAX_EDGES"), let n = UInt64(String(cString: text)), n > 0 {
+            return min(n, 64 << 20)
+        }
+        return 64 << 20
+    }()
 
     /// The trace record of a scan's graph (the C arrays copied once).
     static func graphRecord(_ g: hg_graph, blocks: [UInt64], trigger: ReferenceGraphRecord.Trigger,

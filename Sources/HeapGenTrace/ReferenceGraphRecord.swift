@@ -146,7 +146,14 @@ public struct ReferenceGraphRecord: Sendable, Equatable {
 
     /// The record's parts, each a whole record (tag, part, fields).
     func encodedParts() -> [[UInt8]] {
-        var out: [[UInt8]] = []
+        var all: [[UInt8]] = []
+        encodeParts { all.append($0) }
+        return all
+    }
+
+    /// Hands each part to `emit` as soon as it is encoded: a graph of millions of edges is
+    /// never held twice over in encoded form.
+    func encodeParts(_ emit: ([UInt8]) -> Void) {
         func begin(_ part: Part) -> [UInt8] { [RecordTag.referenceGraph, part.rawValue] }
         var h = begin(.header)
         switch trigger {
@@ -158,7 +165,7 @@ public struct ReferenceGraphRecord: Sendable, Equatable {
                   UInt64(rootEdges.count), UInt64(fieldNames.count)] {
             Self.put(v, &h)
         }
-        out.append(h)
+        emit(h)
         var previous: UInt64 = 0
         for range in Self.parts(blocks.count) {
             var p = begin(.blocks)
@@ -167,7 +174,7 @@ public struct ReferenceGraphRecord: Sendable, Equatable {
                 Self.put(Varint.zigzag(blocks[k] &- previous), &p)
                 previous = blocks[k]
             }
-            out.append(p)
+            emit(p)
         }
         var previousFrom: UInt32 = 0
         for range in Self.parts(edges.count) {
@@ -180,7 +187,7 @@ public struct ReferenceGraphRecord: Sendable, Equatable {
                 Self.put(UInt64(e.offset), &p)
                 previousFrom = e.from
             }
-            out.append(p)
+            emit(p)
         }
         for range in Self.parts(roots.count) {
             var p = begin(.regions)
@@ -193,7 +200,7 @@ public struct ReferenceGraphRecord: Sendable, Equatable {
                 Self.put(UInt64(r.tid), &p)
                 Self.putString(r.modulePath ?? "", &p)
             }
-            out.append(p)
+            emit(p)
         }
         var previousSlot: UInt64 = 0
         for range in Self.parts(rootEdges.count) {
@@ -208,7 +215,7 @@ public struct ReferenceGraphRecord: Sendable, Equatable {
                 p.append(e.register ?? 0xFF)
                 previousSlot = e.slot
             }
-            out.append(p)
+            emit(p)
         }
         let types = fieldNames.keys.sorted()
         for range in Self.parts(types.count, per: 256) {
@@ -223,10 +230,9 @@ public struct ReferenceGraphRecord: Sendable, Equatable {
                     Self.putString(f.name, &p)
                 }
             }
-            out.append(p)
+            emit(p)
         }
-        out.append(begin(.end))
-        return out
+        emit(begin(.end))
     }
 
     private static func parts(_ count: Int, per: Int = maxPartEntries) -> [Range<Int>] {

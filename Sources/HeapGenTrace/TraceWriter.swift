@@ -409,7 +409,7 @@ public final class TraceWriter {
     /// Appends a `referenceGraph` (minor version 4) as its run of part records.
     public func referenceGraph(_ graph: ReferenceGraphRecord) {
         guard writable else { return }
-        for bytes in graph.encodedParts() {
+        graph.encodeParts { bytes in
             reserve(bytes.count)
             bytes.withUnsafeBufferPointer { (buffer + position).update(from: $0.baseAddress!, count: $0.count) }
             position &+= bytes.count

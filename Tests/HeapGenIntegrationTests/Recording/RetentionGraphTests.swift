@@ -149,6 +149,28 @@ final class RetentionGraphTests: XCTestCase {
         XCTAssertEqual(rec.result.status, plain.status)
     }
 
+    func testAGraphOverTheCapIsDroppedWholeAndSaysSo() throws {
+        let exe = try Fixture.build("retention.c")
+        var env = ProcessInfo.processInfo.environment
+        env["HEAPGEN_GRAPH_MAX_EDGES"] = "1"
+        let rec = try HeapGenCLI.recording(exe, [], flags: ["--quiet", "--leaks", "--retention-at", "cycle1"], environment: env)
+        XCTAssertStatus(rec.result, 0)
+        var graphs: [ReferenceGraphRecord] = []
+        var unreachable = 0
+        var reader = try TraceReader(path: rec.trace)
+        try reader.forEach { record in
+            if case let .referenceGraph(g) = record { graphs.append(g) }
+            if case let .unreachable(a) = record { unreachable += a.count }
+        }
+        // Both scans (cycle1: 1 edge and a few root edges; exit: 10 edges) go over the cap:
+        // no graph at all, rather than a partial one.
+        XCTAssertEqual(graphs.map(\.trigger), [], rec.result.transcript)
+        XCTAssertEqual(rec.result.stderrLines.filter { $0.contains("was dropped") }.count, 2, rec.result.transcript)
+        XCTAssertGreaterThan(unreachable, 0, "the leak verdict does not depend on the graph")
+        XCTAssertTrue(rec.result.stderrText.contains("reference graph of process"), rec.result.transcript)
+        XCTAssertTrue(rec.result.stderrText.contains("dropped: more than 1 references"), rec.result.transcript)
+    }
+
     func testSwiftClassFieldsAreNamedFromTheMetadata() throws {
         let exe = try Fixture.build("RetentionFixture.swift")
         let rec = try HeapGenCLI.recording(exe, [], flags: ["--quiet", "--retention"])
