@@ -1,5 +1,6 @@
 // "Why is it alive": retention paths, cycles and held findings from the trace's reference graph.
 
+import Foundation
 import HeapGenAnalysis
 import HeapGenSymbolication
 import HeapGenTrace
@@ -145,7 +146,7 @@ extension ReportBuilder {
         let symbols = symbolizer.dataSymbols(globals.map { ($0.path, $0.address) })
         for (g, symbol) in zip(globals, symbols) {
             guard let symbol else { continue }
-            out[g.id] = Report.RetentionStep(kind: .root, name: symbol.name, detail: g.module,
+            out[g.id] = Report.RetentionStep(kind: .root, name: RetentionNames.global(symbol.name), detail: g.module,
                                              offset: g.address &- symbol.start)
         }
         return out
@@ -159,6 +160,21 @@ public enum RetentionNames {
     public static func field(at offset: UInt32, in fields: [ReferenceGraphRecord.Field]) -> String? {
         if let exact = fields.first(where: { $0.offset == offset }) { return exact.name }
         return fields.filter { $0.offset < offset }.max { $0.offset < $1.offset }?.name
+    }
+
+    /// A global's demangled name without what only adds length: the ` : Type` suffix of a
+    /// Swift variable and the file discriminator of a private one,
+    /// `FoundationEssentials.(_defaultCenter in _D7F0…) : FoundationEssentials.NotificationCenter`
+    /// → `FoundationEssentials._defaultCenter`.
+    public static func global(_ name: String) -> String {
+        var s = name
+        if let colon = s.range(of: " : ", options: .backwards) { s = String(s[..<colon.lowerBound]) }
+        while let open = s.range(of: "("), let inWord = s.range(of: " in _", range: open.upperBound ..< s.endIndex),
+              let close = s.range(of: ")", range: inWord.upperBound ..< s.endIndex),
+              !s[open.upperBound ..< inWord.lowerBound].contains(" ") {
+            s.replaceSubrange(open.lowerBound ..< close.upperBound, with: s[open.upperBound ..< inWord.lowerBound])
+        }
+        return s
     }
 
     /// x86-64 register names in the record's numbering.

@@ -234,7 +234,8 @@ public enum TextReport {
 
     /// Each scope that grew with its findings, then one line for the scopes that did not.
     static func scopeFindings(_ r: Report, scopes: [CycleScope], _ style: TextStyle, separated: Bool) -> [String] {
-        let scoped = r.findings.filter { $0.scope != nil && $0.kind != .cache }
+        // Held findings are listed under their holder (retentionLines).
+        let scoped = r.findings.filter { $0.scope != nil && $0.kind != .cache && $0.heldBy == nil }
         guard !scopes.isEmpty || !scoped.isEmpty else { return [] }
         var lines: [String] = []
         var titles: [String] = []

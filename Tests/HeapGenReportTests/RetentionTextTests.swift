@@ -45,6 +45,10 @@ final class RetentionTextTests: XCTestCase {
         XCTAssertNil(RetentionNames.field(at: 8, in: fields), "the object header is no property")
         XCTAssertNil(RetentionNames.field(at: 8, in: []))
         XCTAssertEqual(RetentionNames.register(1), "rbx")
+        XCTAssertEqual(RetentionNames.global("FoundationEssentials.(_defaultCenter in _D7F0FBD11A4908D9351EC62B4910EBB5) : FoundationEssentials.NotificationCenter"),
+                       "FoundationEssentials._defaultCenter")
+        XCTAssertEqual(RetentionNames.global("static Demo.EventBus.shared : Demo.EventBus"), "static Demo.EventBus.shared")
+        XCTAssertEqual(RetentionNames.global("g_clients"), "g_clients")
         XCTAssertEqual(RetentionNames.register(12), "r12")
     }
 }
