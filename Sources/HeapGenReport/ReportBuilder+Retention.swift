@@ -37,9 +37,16 @@ extension ReportBuilder {
         // Finding nodes: the blocks of each abandoned or leaked finding's sites, oldest first.
         var findingOfSite: [SiteID: Int] = [:]
         var judged: [Int] = []
+        // A site in several findings (a scope's finding and the exit's leaked one) gives its
+        // blocks to the first in report order; the others repeat that finding's answer.
+        var repeats: [(finding: Int, of: Int)] = []
         for (i, f) in findings.enumerated() where f.kind == .abandoned || f.kind == .leaked {
+            if let m = members[i].first, let k = findingOfSite[m] {
+                repeats.append((i, k))
+                continue
+            }
             judged.append(i)
-            for m in members[i] { findingOfSite[m] = judged.count - 1 }
+            for m in members[i] where findingOfSite[m] == nil { findingOfSite[m] = judged.count - 1 }
         }
         let ages = g.ages
         var nodes = [[Int]](repeating: [], count: judged.count)
@@ -99,6 +106,14 @@ extension ReportBuilder {
                 findings[i].heldReason = r.heldReason == .sameCycle ? "sameCycle" : "dominated"
             }
             findings[i].retainedBytes = r.retainedBytes
+        }
+        for (i, k) in repeats {
+            let source = findings[judged[k]]
+            findings[i].retention = source.retention
+            findings[i].cycle = source.cycle
+            findings[i].heldBy = source.heldBy
+            findings[i].heldReason = source.heldReason
+            findings[i].retainedBytes = source.retainedBytes
         }
 
         let trigger: String, label: String?
