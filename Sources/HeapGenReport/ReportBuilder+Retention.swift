@@ -177,7 +177,12 @@ extension ReportBuilder {
         let symbols = symbolizer.dataSymbols(globals.map { ($0.path, $0.address) })
         for (g, symbol) in zip(globals, symbols) {
             guard let symbol else { continue }
-            out[g.id] = Report.RetentionStep(kind: .root, name: RetentionNames.global(symbol.name), detail: g.module,
+            // The declaring file when the debug info has it (`g_clients (registry.c)`), else the module.
+            // Platform libraries' debug info (when present) names the wrong unit for their
+            // globals (crtstuff.c for FoundationEssentials' _defaultCenter): their module is clearer.
+            let platform = OwnCode.isRuntimeModule(g.path) || OwnCode.isSystemLibrary(g.path)
+            let declared = platform ? nil : symbol.file.map { OwnCode.baseName($0) }
+            out[g.id] = Report.RetentionStep(kind: .root, name: RetentionNames.global(symbol.name), detail: declared ?? g.module,
                                              offset: g.address &- symbol.start)
         }
         return out

@@ -26,7 +26,8 @@ final class RetentionReportTests: XCTestCase {
         let path = session["retention"] as? [[String: Any]] ?? []
         XCTAssertEqual(path.first?["kind"] as? String, "root", "\(path)")
         XCTAssertEqual(path.first?["name"] as? String, "g_clients", "\(path)")
-        XCTAssertEqual(path.first?["detail"] as? String, (fixture as NSString).lastPathComponent, "\(path)")
+        // The declaring file (LLVM 16+ llvm-symbolizer answers it), else the module.
+        XCTAssertTrue(["registry.c", (fixture as NSString).lastPathComponent].contains(path.first?["detail"] as? String ?? ""), "\(path)")
         // Then the sessions, newest to oldest, each linked through `next` (offset 8).
         let blocks = path.dropFirst()
         XCTAssertEqual(blocks.count, n, "every session from the head to the oldest: \(path)")
@@ -47,7 +48,8 @@ final class RetentionReportTests: XCTestCase {
         let text = try HeapGenCLI.run(["report", run.trace])
         let out = String(decoding: text.stdout, as: UTF8.self)
         XCTAssertTrue(out.contains("retention scan at exit:"), out)
-        XCTAssertTrue(out.contains("held by: g_clients (\((fixture as NSString).lastPathComponent)) → block (accept_client, registry.c:"), out)
+        XCTAssertTrue(out.contains("held by: g_clients (registry.c) → block (accept_client, registry.c:")
+                      || out.contains("held by: g_clients (\((fixture as NSString).lastPathComponent)) → block (accept_client, registry.c:"), out)
         XCTAssertTrue(out.contains("retains 1.8 kB, holding 1 more finding:"), out)
         XCTAssertTrue(out.contains("- blocks from open_buffer (open_buffer"), out)
         XCTAssertFalse(out.contains("2. blocks from open_buffer"), "held findings are not top-level:\n\(out)")
