@@ -55,6 +55,26 @@ final class RetentionReportTests: XCTestCase {
         XCTAssertFalse(out.contains("2. blocks from open_buffer"), "held findings are not top-level:\n\(out)")
     }
 
+    /// registry.c `local` with --retention-at request: the sessions are held by a local of
+    /// serve_locally(), named as that thread's stack in that function.
+    func testStackRootNamesTheThreadAndFunction() throws {
+        let fixture = try ReportFixture.c("registry.c")
+        let run = try HeapGenCLI.runJSON(fixture, ["local"], flags: ["--retention-at", "request"])
+        let scan = run.report.json["retentionScan"] as? [String: Any]
+        XCTAssertEqual(scan?["trigger"] as? String, "mark", "\(run.report)")
+        XCTAssertEqual(scan?["label"] as? String, "request", "\(run.report)")
+        guard let session = run.report.findings.first(where: { ($0.userFrame?.function ?? "") == "serve_locally" }) else {
+            return XCTFail("sessions of serve_locally:\n\(run.report)")
+        }
+        let path = session.json["retention"] as? [[String: Any]] ?? []
+        let root = path.first?["name"] as? String ?? ""
+        // The function is the capture's guess from the nearest return address (the fixture is
+        // built with -O: a stale code address in the frame can name open_buffer instead).
+        XCTAssertTrue(root.hasPrefix("thread ") && root.contains("'s stack in "), "\(path)")
+        XCTAssertTrue(root.hasSuffix("serve_locally") || root.contains("open_buffer"), "\(path)")
+        XCTAssertEqual(jsonInt(session.json["retainedBytes"]), 8 * (24 + 200), "\(session.json)")
+    }
+
     /// Without --retention nothing of this appears.
     func testNoGraphNoRetentionFields() throws {
         let fixture = try ReportFixture.c("registry.c")
