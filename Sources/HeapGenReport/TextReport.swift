@@ -393,6 +393,8 @@ public enum TextReport {
     /// "Why is it alive": the path holding the finding, its cycle, what it retains and the
     /// findings it holds (one line each, indented).
     static func retentionLines(_ f: Report.Finding, _ style: TextStyle) -> [String] {
+        // Reports without a graph stop here (no lookup of the finding among the others).
+        guard f.retention != nil || f.cycle != nil || f.retainedBytes != nil || f.heldBy != nil else { return [] }
         var lines: [String] = []
         if let path = f.retention {
             lines.append("     held by: " + RetentionText.path(path))
