@@ -54,27 +54,38 @@ extension Symbolizer {
         writer.start()
         let reply = stdout.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let text = String(decoding: reply, as: UTF8.self)
-        let blocks = text.components(separatedBy: "\n\n").map { $0.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) }
-        var raw: [(Int, String, UInt64, UInt64, String?, Int?)] = []
-        for (k, lines) in zip(sent, blocks) {
-            guard lines.count >= 2, lines[0] != "??", !lines[0].isEmpty else { continue }
-            let numbers = lines[1].split(separator: " ").compactMap { UInt64($0) }
-            guard numbers.count == 2 else { continue }
-            var file: String? = nil, line: Int? = nil
-            if lines.count >= 3, let colon = lines[2].lastIndex(of: ":") {
-                let f = String(lines[2][..<colon])
-                if f != "??" && !f.isEmpty {
-                    file = f
-                    line = Int(lines[2][lines[2].index(after: colon)...]).flatMap { $0 > 0 ? $0 : nil }
-                }
-            }
-            raw.append((k, lines[0], numbers[0], numbers[1], file, line))
-        }
-        let names = demangledNames(raw.map { $0.1 })
-        for (k, name, start, size, file, line) in raw {
-            out[k] = DataSymbol(name: names[name] ?? name, start: start, size: size, file: file, line: line)
+        let parsed = Self.parseDataReplies(String(decoding: reply, as: UTF8.self))
+        var raw: [(Int, DataSymbol)] = []
+        for (k, symbol) in zip(sent, parsed) { if let symbol { raw.append((k, symbol)) } }
+        let names = demangledNames(raw.map { $0.1.name })
+        for (k, symbol) in raw {
+            var named = symbol
+            named.name = names[symbol.name] ?? symbol.name
+            out[k] = named
         }
         return out
+    }
+
+    /// Parses llvm-symbolizer's LLVM-style answers to `DATA` requests, one per request in
+    /// order: `NAME`, `START SIZE` (decimal), from LLVM 16 on `FILE:LINE`, then an empty line.
+    /// `??` as the name: no symbol (nil); `??:?` or `??:0`: no declaration.
+    static func parseDataReplies(_ text: String) -> [DataSymbol?] {
+        var blocks = text.components(separatedBy: "\n\n")
+        if blocks.last?.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty == true { blocks.removeLast() }
+        return blocks.map { block -> DataSymbol? in
+            let lines = block.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+            guard lines.count >= 2, lines[0] != "??", !lines[0].isEmpty else { return nil }
+            let numbers = lines[1].split(separator: " ").compactMap { UInt64($0) }
+            guard numbers.count == 2 else { return nil }
+            var symbol = DataSymbol(name: lines[0], start: numbers[0], size: numbers[1])
+            if lines.count >= 3, let colon = lines[2].lastIndex(of: ":") {
+                let file = String(lines[2][..<colon])
+                if file != "??" && !file.isEmpty {
+                    symbol.file = file
+                    symbol.line = Int(lines[2][lines[2].index(after: colon)...]).flatMap { $0 > 0 ? $0 : nil }
+                }
+            }
+            return symbol
+        }
     }
 }
