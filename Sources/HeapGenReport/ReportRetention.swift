@@ -117,9 +117,11 @@ public enum RetentionText {
         return (items + [shortName(first)]).joined(separator: " → ")
     }
 
-    /// A block's name without its module prefix (`Demo.A` → `A`); C blocks keep theirs.
+    /// A block's name without its module prefix (`Demo.A` → `A`); a C block by its allocating
+    /// function (`block (make_node)`).
     static func shortName(_ step: Report.RetentionStep) -> String {
         if let t = step.typeName { return t.split(separator: ".").last.map(String.init) ?? t }
+        if let f = step.frame, let function = f.shortFunction ?? f.function { return "\(step.name) (\(function))" }
         return step.name
     }
 }

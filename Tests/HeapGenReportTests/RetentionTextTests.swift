@@ -37,6 +37,13 @@ final class RetentionTextTests: XCTestCase {
         XCTAssertEqual(RetentionText.cycle(steps), "A.b → B.a → A")
     }
 
+    func testCBlocksInACycleAreNamedByTheirAllocatingFunction() {
+        let frame = Report.Frame(function: "make_node", shortFunction: "make_node", file: "ring.c", line: 9, column: 3,
+                                 module: "/bin/ring", address: 0x1000, inlined: false)
+        let steps = [Step(kind: .block, name: "block", offset: 8, frame: frame), Step(kind: .block, name: "block", offset: 0, frame: frame)]
+        XCTAssertEqual(RetentionText.cycle(steps), "block (make_node)+0x8 → block (make_node)+0x0 → block (make_node)")
+    }
+
     func testFieldAtOrContainingTheOffset() {
         let fields = [ReferenceGraphRecord.Field(offset: 16, name: "name"), .init(offset: 32, name: "handlers"),
                       .init(offset: 40, name: "inline")]
