@@ -59,6 +59,9 @@ public struct Analysis: Codable, Sendable, Equatable {
     /// Stacks the recording cut at its frame limit (`stackTruncated` records): their
     /// outermost callers are missing. Stack id → frames recorded. Not encoded.
     public var truncatedStacks: [UInt32: Int] = [:]
+    /// The reference graph of the final snapshot (see ``RetentionGraph``), when the trace has
+    /// a `referenceGraph` record. Not encoded.
+    public var retentionGraph: RetentionGraph?
 
     private enum CodingKeys: String, CodingKey {
         case options, totals, marks, snapshot, generations, cycles, judgedCycles, findings, sites, siteCount

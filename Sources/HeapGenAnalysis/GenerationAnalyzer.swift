@@ -102,6 +102,9 @@ public struct GenerationAnalyzer {
     /// From the trace's `indirectLeaks` records: each indirectly leaked block's owner
     /// (a directly leaked block), by address; dropped like ``scannedUnreachable``.
     var scannedOwners: [UInt64: UInt64] = [:]
+    /// `referenceGraph` records met so far, resolved against the live table; ``finish()``
+    /// keeps the one of the final snapshot. Only the last graph at each mark count is kept.
+    var graphs: [RetentionGraph] = []
     /// From `programSuppressions` records: the program's own LeakSanitizer suppressions.
     var programSuppressions: String?
 
@@ -201,8 +204,8 @@ public struct GenerationAnalyzer {
                                        recordIndex: recordIndex, generation: generation))
         case .threadStart:
             break
-        case .referenceGraph:
-            break       // the retention analysis (issue 11) reads it
+        case let .referenceGraph(graph):
+            takeGraph(graph)
         case let .lost(count):
             totals.lostRecords &+= count
         case let .unreachable(addresses):
@@ -217,6 +220,29 @@ public struct GenerationAnalyzer {
         case let .end(record):
             end = record
         }
+    }
+
+    /// Resolves each block of a reference graph against the live table at this position.
+    private mutating func takeGraph(_ record: ReferenceGraphRecord) {
+        let n = record.blocks.count
+        var stacks = [UInt32](repeating: RetentionGraph.unknown, count: n)
+        var types = [UInt32](repeating: 0, count: n)
+        var epochs = [UInt32](repeating: UInt32.max, count: n)
+        var sizes = [UInt64](repeating: 0, count: n)
+        for (i, address) in record.blocks.enumerated() {
+            guard let block = table.lookup(address) else { continue }
+            let site = sites[Int(block.site)]
+            stacks[i] = site.stack
+            types[i] = site.type
+            epochs[i] = block.epoch
+            sizes[i] = block.size
+        }
+        let graph = RetentionGraph(record: record, stacks: stacks, types: types, epochs: epochs, sizes: sizes,
+                                   marksBefore: marks.count)
+        // A later graph at the same mark count replaces the earlier one: memory stays one
+        // graph per mark at most (in practice one or two graphs a trace).
+        if let last = graphs.last, last.marksBefore == graph.marksBefore { graphs.removeLast() }
+        graphs.append(graph)
     }
 
     // MARK: Events

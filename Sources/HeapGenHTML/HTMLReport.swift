@@ -125,7 +125,8 @@ public enum HTMLReport {
         out += "<span id=\"finding-count\" class=\"loc\"></span></div><div id=\"finding-list\">"
         for (i, f) in report.findings.prefix(maxFindings).enumerated() {
             out += finding(f, id: "finding-\(i + 1)", warmUp: report.options.warmUp,
-                           frames: i < fullStacks ? maxFrames : maxFramesAfter)
+                           frames: i < fullStacks ? maxFrames : maxFramesAfter,
+                           retention: retention(report, index: i))
         }
         out += "</div>"
         if report.findings.count > maxFindings {
@@ -134,7 +135,39 @@ public enum HTMLReport {
         return out + "</section>"
     }
 
-    private static func finding(_ f: Report.Finding, id: String, warmUp: Int, frames limit: Int) -> String {
+    /// "Why is it alive" under a finding: what holds it (a link to the holding finding), its
+    /// path from a root and its cycle as lists, what it retains, and the findings it holds
+    /// nested as links. Empty without a reference graph. Every name is escaped.
+    static func retention(_ report: Report, index i: Int) -> String {
+        let f = report.findings[i]
+        guard f.retention != nil || f.cycle != nil || f.heldBy != nil || f.retainedBytes != nil else { return "" }
+        func link(_ k: Int) -> String {
+            let h = report.findings[k]
+            let name = h.typeName ?? h.userFrameValue.map(HTMLText.frameName) ?? "finding \(k + 1)"
+            return "<a href=\"#finding-\(k + 1)\">\(HTMLText.escape(name))</a>"
+        }
+        func steps(_ list: [Report.RetentionStep]) -> String {
+            "<ol class=\"mono\">" + list.map { "<li>\(HTMLText.escape($0.text))</li>" }.joined() + "</ol>"
+        }
+        var out = "<div class=\"retention\">"
+        if let h = f.heldBy {
+            out += "<p>Held by \(link(h))" + (f.heldReason == "sameCycle" ? " (same reference cycle)" : " (reachable only through it)") + "</p>"
+        }
+        if let path = f.retention {
+            out += "<details open><summary>held by (\(HumanUnits.plural(path.count, "step")) from a root)</summary>\(steps(path))</details>"
+        } else if f.heldBy == nil {
+            out += "<p>Unreachable from every root.</p>"
+        }
+        if let cycle = f.cycle {
+            out += "<details open><summary>cycle: \(HTMLText.escape(RetentionText.cycle(cycle)))</summary>\(steps(cycle))</details>"
+        }
+        let held = report.findings.indices.filter { report.findings[$0].heldBy == i }
+        if let bytes = f.retainedBytes { out += "<p>Retains <b>\(HumanUnits.bytes(bytes))</b>.</p>" }
+        if !held.isEmpty { out += "<ul class=\"held\">" + held.map { "<li>holds \(link($0))</li>" }.joined() + "</ul>" }
+        return out + "</div>"
+    }
+
+    private static func finding(_ f: Report.Finding, id: String, warmUp: Int, frames limit: Int, retention: String = "") -> String {
         let user = f.userFrame.flatMap { f.frames.indices.contains($0) ? $0 : nil } ?? (f.frames.isEmpty ? nil : 0)
         let frame = user.map { f.frames[$0] }
         let name = frame.map(HTMLText.frameName) ?? "unknown site"
@@ -158,7 +191,7 @@ public enum HTMLReport {
         out += "</div>" + Sparkline.render(f.bytesSeries, warmUp: warmUp, kind: f.kind, unit: { HumanUnits.signedBytes($0) }) + "</div>"
         out += "<details\(f.kind == .cache ? "" : " open")><summary>stack (\(HumanUnits.plural(f.frames.count, "frame")))</summary>"
         out += stack(f.frames, user: f.userFrame, id: id, limit: limit)
-        out += "</details></article>"
+        out += "</details>" + retention + "</article>"
         return out
     }
 

@@ -43,6 +43,8 @@ public struct Report: Codable, Sendable, Equatable {
     /// Suppression lines the program's `__lsan_default_suppressions()` returned (LeakSanitizer's
     /// hook, read at exit by `--leaks`): gates honour them with the user's; `nil` if none.
     public var programSuppressions: String?
+    /// The reference-graph scan behind the findings' retention answers; nil without one.
+    public var retentionScan: RetentionScan? = nil
 
     /// Creates a report (``ReportBuilder`` makes these; public for tests and tools).
     public init(trace: String, program: Program, options: Options, totals: Totals, cycles: Int,

@@ -77,7 +77,8 @@ public struct ReportBuilder {
         notes += symbolicated.notes
         let frames = symbolicated.stacks.mapValues(\.frames)
 
-        let findings = Self.findings(of: analysis, frames: frames)
+        var (findings, members) = Self.findingsAndMembers(of: analysis, frames: frames)
+        let retentionScan = addRetention(to: &findings, members: members, analysis: analysis, trace: trace)
         if !analysis.canRegroup && !findings.isEmpty {
             notes.append("The analysis has no site curves (it was decoded): each stack is judged alone, so a call the compiler duplicated may show as several findings.")
         }
@@ -118,7 +119,7 @@ public struct ReportBuilder {
         let program = Report.Program(path: p.executable, args: p.arguments, pid: p.pid,
                                      exitStatus: exitStatus, signal: signal)
 
-        return Report(
+        var report = Report(
             trace: trace, program: program,
             options: Report.Options(warmUp: analysis.options.warmUp, toleratedMisses: analysis.options.toleratedMisses),
             totals: totals, cycles: analysis.cycles, judgedCycles: analysis.judgedCycles,
@@ -126,11 +127,19 @@ public struct ReportBuilder {
             liveAtExit: Report.LiveAtExit(objects: t.liveAtExitObjects, bytes: t.liveAtExitBytes, sites: Array(sites),
                                           startup: startup),
             otherTraces: otherTraces, notes: notes, programSuppressions: analysis.programSuppressions)
+        report.retentionScan = retentionScan
+        return report
     }
 
     /// The findings of `analysis` with the sites of one source path judged as one, in report
     /// order; `frames` are the symbolicated stacks (a site whose stack is not there stays alone).
     static func findings(of analysis: Analysis, frames: [UInt32: [Report.Frame]]) -> [Report.Finding] {
+        findingsAndMembers(of: analysis, frames: frames).findings
+    }
+
+    /// As ``findings(of:frames:)``, with the sites each report finding sums.
+    static func findingsAndMembers(of analysis: Analysis, frames: [UInt32: [Report.Frame]])
+        -> (findings: [Report.Finding], members: [[SiteID]]) {
         var paths: [[String]: Int] = [:]
         var pathOfStack: [UInt32: Int] = [:]   // -1: the stack stays alone
         let grouped = analysis.regrouped { stackID, typeID -> SourceSites.Key? in
@@ -156,7 +165,7 @@ public struct ReportBuilder {
         // Which report finding holds each site, for the owners of indirect leaks.
         var findingOfSite: [SiteID: Int] = [:]
         for (i, group) in grouped.enumerated() { for m in group.members { findingOfSite[m] = i } }
-        return grouped.map { group in
+        let findings = grouped.map { group in
             let f = group.finding
             let stack = frames[f.stackID] ?? []
             var finding = Report.Finding(
@@ -184,6 +193,7 @@ public struct ReportBuilder {
             }
             return finding
         }
+        return (findings, grouped.map(\.members))
     }
 
     /// Live-at-exit blocks allocated at start-up by the platform's libraries: every frame of

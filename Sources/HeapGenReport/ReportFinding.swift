@@ -77,6 +77,20 @@ extension Report {
         /// the findings whose direct blocks own them (a suppressed owner suppresses a finding
         /// that has only blocks it owns); `nil` when there are none.
         public var ownerFindings: [Int]?
+        /// With a reference graph: the path from a root to the finding's oldest surviving
+        /// object, root first, the object last (nil: no graph, or the object is unreachable).
+        public var retention: [RetentionStep]? = nil
+        /// With a reference graph: the reference cycle through that object, from it back to
+        /// it (each step's field/offset is the reference to the next step).
+        public var cycle: [RetentionStep]? = nil
+        /// With a reference graph: index in ``Report/findings`` of the finding whose objects
+        /// hold this one's (same cycle, or every object dominated by the holder's).
+        public var heldBy: Int? = nil
+        /// Why ``heldBy``: `sameCycle` or `dominated`.
+        public var heldReason: String? = nil
+        /// With a reference graph, top-level findings only: bytes freed if the finding's
+        /// objects went away (everything only they keep alive, held findings included).
+        public var retainedBytes: UInt64? = nil
 
         /// Creates a finding.
         public init(kind: Kind, typeName: String?, frames: [Frame], userFrame: Int?, cycles: Int,
@@ -143,6 +157,7 @@ extension Report {
             case averageBytesPerCycle, survivingObjects, survivingBytes, stackTruncatedAt
             case scope, onsetCycle, cyclesWithGrowthSinceOnset
             case leakedBlocks, leakedBytes, directBlocks, directBytes, indirectBlocks, indirectBytes, ownerFindings
+            case retention, cycle, heldBy, heldReason, retainedBytes
         }
 
         /// Derived fields: written for readers, recomputed (not read) when decoding.
@@ -175,6 +190,11 @@ extension Report {
             try c.encodeIfPresent(indirectBlocks, forKey: .indirectBlocks)
             try c.encodeIfPresent(indirectBytes, forKey: .indirectBytes)
             try c.encodeIfPresent(ownerFindings, forKey: .ownerFindings)
+            try c.encodeIfPresent(retention, forKey: .retention)
+            try c.encodeIfPresent(cycle, forKey: .cycle)
+            try c.encodeIfPresent(heldBy, forKey: .heldBy)
+            try c.encodeIfPresent(heldReason, forKey: .heldReason)
+            try c.encodeIfPresent(retainedBytes, forKey: .retainedBytes)
             var derived = encoder.container(keyedBy: DerivedKeys.self)
             try derived.encode(inLibraries, forKey: .inLibraries)
         }

@@ -89,6 +89,12 @@ public enum TextReport {
         if t.stacksLost > 0 {
             lines.append(style.yellow("  warning: " + StackCompleteness.lostWarning(t.stacksLost)))
         }
+        if let scan = r.retentionScan {
+            let at = scan.label.map { "at mark \($0)" } ?? "at \(scan.trigger)"
+            lines.append("  retention scan \(at): \(HumanUnits.plural(scan.blocks, "block")), "
+                + "\(HumanUnits.plural(scan.references, "reference")); read \(HumanUnits.bytes(scan.bytesRead)) in "
+                + HumanUnits.duration(nanoseconds: scan.nanoseconds))
+        }
         return lines
     }
 
@@ -168,11 +174,16 @@ public enum TextReport {
     // MARK: - Findings
 
     static func findings(_ r: Report, _ style: TextStyle) -> [String] {
+        $heldContext.withValue(r) { findingLines(r, style) }
+    }
+
+    static func findingLines(_ r: Report, _ style: TextStyle) -> [String] {
         var lines: [String] = []
         // Findings of scopes (expectNoGrowth and HeapGen.cycles calls) come after the others,
         // scope by scope; the scopes are read back from the generation labels.
         let scopes = CycleScope.find(labels: r.generations.map(\.label))
-        let outside = r.findings.filter { $0.scope == nil }
+        // With a reference graph, findings held by another are shown under their holder.
+        let outside = r.findings.filter { $0.scope == nil && $0.heldBy == nil }
         let all = outside.filter { $0.kind == .abandoned }, leaked = outside.filter { $0.kind == .leaked }
         // Caches of every scope are listed together: never failures.
         let caches = r.findings.filter { $0.kind == .cache }
@@ -223,7 +234,8 @@ public enum TextReport {
 
     /// Each scope that grew with its findings, then one line for the scopes that did not.
     static func scopeFindings(_ r: Report, scopes: [CycleScope], _ style: TextStyle, separated: Bool) -> [String] {
-        let scoped = r.findings.filter { $0.scope != nil && $0.kind != .cache }
+        // Held findings are listed under their holder (retentionLines).
+        let scoped = r.findings.filter { $0.scope != nil && $0.kind != .cache && $0.heldBy == nil }
         guard !scopes.isEmpty || !scoped.isEmpty else { return [] }
         var lines: [String] = []
         var titles: [String] = []
@@ -369,6 +381,46 @@ public enum TextReport {
         lines += stack(f.frames, from: f.userFrame, style)
         if let n = f.stackTruncatedAt {
             lines.append(style.dim("     " + StackCompleteness.truncated(frames: n)))
+        }
+        lines += retentionLines(f, style)
+        return lines
+    }
+
+    /// The report whose held findings `retentionLines` lists (set while rendering findings).
+    /// A task-local, so concurrent renderings never see each other's report.
+    @TaskLocal static var heldContext: Report?
+
+    /// "Why is it alive": the path holding the finding, its cycle, what it retains and the
+    /// findings it holds (one line each, indented).
+    static func retentionLines(_ f: Report.Finding, _ style: TextStyle) -> [String] {
+        var lines: [String] = []
+        if let path = f.retention {
+            lines.append("     held by: " + RetentionText.path(path))
+        } else if f.cycle != nil || f.retainedBytes != nil {
+            lines.append("     held by: nothing (unreachable from every root)")
+        }
+        if let cycle = f.cycle { lines.append("     cycle: " + RetentionText.cycle(cycle)) }
+        guard let r = heldContext, let me = r.findings.firstIndex(of: f) else {
+            if let bytes = f.retainedBytes { lines.append("     retains \(HumanUnits.bytes(bytes))") }
+            return lines
+        }
+        let held = r.findings.indices.filter { i in
+            var h = r.findings[i].heldBy, steps = 0
+            while let x = h, x != me, steps < r.findings.count { h = r.findings[x].heldBy; steps += 1 }
+            return h == me && i != me
+        }
+        if let bytes = f.retainedBytes {
+            lines.append("     retains \(HumanUnits.bytes(bytes))" + (held.isEmpty ? "" : ", holding \(HumanUnits.plural(held.count, "more finding")):"))
+        }
+        for i in held {
+            let h = r.findings[i]
+            let why = h.heldReason == "sameCycle" ? "same cycle" : "only through it"
+            let objects = h.leakedBlocks ?? h.survivingObjects
+            let bytes = h.leakedBytes ?? h.survivingBytes
+            var line = "       - " + title(h)
+            if let u = h.userFrameValue { line += " (\(RetentionNames.site(u)))" }
+            line += ": \(HumanUnits.plural(objects, "object")), \(HumanUnits.bytes(bytes)) (\(why))"
+            lines.append(line)
         }
         return lines
     }

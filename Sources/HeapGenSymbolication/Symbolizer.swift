@@ -197,6 +197,14 @@ public final class Symbolizer: @unchecked Sendable {
         lock.unlock()
     }
 
+    /// Full demangled forms of `names` (non-Swift names map to themselves), serialized like
+    /// every other use of the demangler.
+    func demangledNames(_ names: [String]) -> [String: String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return demangler.demangle(names).mapValues(\.full)
+    }
+
     /// The backend object (tests look at its child process).
     var lookupBackend: SymbolizerBackend? { lookup }
 

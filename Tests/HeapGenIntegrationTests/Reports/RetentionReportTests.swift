@@ -1,0 +1,127 @@
+// "Why is it alive": retention paths, held findings and retained bytes in real reports.
+
+import Foundation
+import HeapGenTestSupport
+import XCTest
+
+final class RetentionReportTests: XCTestCase {
+    /// registry.c: a list of sessions reached from the global g_clients, each owning a buffer.
+    func testRegistryListIsHeldByTheNamedGlobalAndBuffersByTheSessions() throws {
+        let n = 8
+        let fixture = try ReportFixture.c("registry.c")
+        let run = try HeapGenCLI.runJSON(fixture, flags: ["--retention"])
+        let report = run.report
+        let scan = report.json["retentionScan"] as? [String: Any]
+        XCTAssertEqual(scan?["trigger"] as? String, "exit", "\(report)")
+        XCTAssertGreaterThan(jsonInt(scan?["bytesRead"]) ?? 0, 0, "\(report)")
+
+        let findings = report.findings
+        guard let s = findings.firstIndex(where: { ($0.userFrame?.function ?? "") == "accept_client" && $0.kind == "abandoned" }),
+              let b = findings.firstIndex(where: { ($0.userFrame?.function ?? "").hasPrefix("open_buffer") && $0.kind == "abandoned" }) else {
+            return XCTFail("sessions and buffers should both be abandoned:\n\(report)")
+        }
+        let session = findings[s].json, buffer = findings[b].json
+
+        // The path starts at the global, named, in this program's module.
+        let path = session["retention"] as? [[String: Any]] ?? []
+        XCTAssertEqual(path.first?["kind"] as? String, "root", "\(path)")
+        XCTAssertEqual(path.first?["name"] as? String, "g_clients", "\(path)")
+        XCTAssertEqual(path.first?["detail"] as? String, (fixture as NSString).lastPathComponent, "\(path)")
+        // Then the sessions, newest to oldest, each linked through `next` (offset 8).
+        let blocks = path.dropFirst()
+        XCTAssertEqual(blocks.count, n, "every session from the head to the oldest: \(path)")
+        for step in blocks.dropLast() { XCTAssertEqual(jsonInt(step["offset"]), 8, "\(step)") }
+        XCTAssertNil(path.last?["offset"], "the last step is the object itself: \(path)")
+        let frame = path.last?["frame"] as? [String: Any]
+        XCTAssertEqual(frame?["function"] as? String, "accept_client", "\(path)")
+        XCTAssertEqual(jsonInt(frame?["line"]), try ReportFixture.lines("registry.c", containing: "calloc(1, sizeof *c)").first)
+
+        // The buffers are held by the session finding; it retains sessions + buffers.
+        XCTAssertEqual(jsonInt(buffer["heldBy"]), s, "\(buffer)")
+        XCTAssertEqual(buffer["heldReason"] as? String, "dominated")
+        XCTAssertNil(session["heldBy"], "sessions are a root cause")
+        XCTAssertEqual(jsonInt(session["retainedBytes"]), n * (24 + 200), "\(session)")
+        XCTAssertNil(buffer["retainedBytes"], "only top-level findings have retained bytes")
+
+        // The text report: the scan's cost, one top-level finding with the buffers under it.
+        let text = try HeapGenCLI.run(["report", run.trace])
+        let out = String(decoding: text.stdout, as: UTF8.self)
+        XCTAssertTrue(out.contains("retention scan at exit:"), out)
+        XCTAssertTrue(out.contains("held by: g_clients (\((fixture as NSString).lastPathComponent)) → block (accept_client, registry.c:"), out)
+        XCTAssertTrue(out.contains("retains 1.8 kB, holding 1 more finding:"), out)
+        XCTAssertTrue(out.contains("- blocks from open_buffer (open_buffer"), out)
+        XCTAssertFalse(out.contains("2. blocks from open_buffer"), "held findings are not top-level:\n\(out)")
+    }
+
+    /// Without --retention nothing of this appears.
+    func testNoGraphNoRetentionFields() throws {
+        let fixture = try ReportFixture.c("registry.c")
+        let report = try HeapGenCLI.runJSON(fixture).report
+        XCTAssertNil(report.json["retentionScan"])
+        for f in report.findings {
+            for key in ["retention", "cycle", "heldBy", "heldReason", "retainedBytes"] { XCTAssertNil(f.json[key], key) }
+        }
+    }
+}
+
+final class SwiftRetentionReportTests: XCTestCase {
+    /// Retention/main.swift `bus`: view models held through EventBus.shared's closure array.
+    func testViewModelHeldThroughTheSingletonsClosureArray() throws {
+        let fixture = try ReportFixture.swift("Retention")
+        let report = try HeapGenCLI.runJSON(fixture, ["bus", "8"], flags: ["--retention"]).report
+        let findings = report.findings
+        guard let model = findings.firstIndex(where: { $0.typeName == "Fixture.SettingsViewModel" }) else {
+            return XCTFail("the view model should be a finding:\n\(report)")
+        }
+        let modelJSON = findings[model].json
+        guard let holder = jsonInt(modelJSON["heldBy"]) else { return XCTFail("held by the closure: \(modelJSON)") }
+        let top = findings[holder].json
+        XCTAssertNil(top["heldBy"], "\(top)")
+        XCTAssertNotNil(jsonInt(top["retainedBytes"]), "\(top)")
+        let path = top["retention"] as? [[String: Any]] ?? []
+        XCTAssertEqual(path.first?["kind"] as? String, "root", "\(path)")
+        XCTAssertEqual(path.first?["name"] as? String, "static Fixture.EventBus.shared", "\(path)")
+        XCTAssertEqual(path[safe: 1]?["typeName"] as? String, "Fixture.EventBus", "\(path)")
+        XCTAssertEqual(path[safe: 1]?["field"] as? String, "subscribers", "the stored property of the edge: \(path)")
+        // The model's own path goes through the singleton too.
+        let own = modelJSON["retention"] as? [[String: Any]] ?? []
+        XCTAssertEqual(own.first?["name"] as? String, "static Fixture.EventBus.shared", "\(own)")
+        XCTAssertEqual(own.last?["typeName"] as? String, "Fixture.SettingsViewModel", "\(own)")
+    }
+
+    /// Retention/main.swift `pair`: Parent and Child point at each other and are dropped.
+    func testDroppedPairIsLeakedWithItsCycleNamed() throws {
+        let fixture = try ReportFixture.swift("Retention")
+        let run = try HeapGenCLI.runJSON(fixture, ["pair", "8"], flags: ["--leaks"])
+        let leaked = run.report.findings(kind: "leaked")
+        guard let f = leaked.first(where: { $0.json["cycle"] != nil }) else {
+            return XCTFail("a leaked finding with its cycle:\n\(run.report)")
+        }
+        XCTAssertNil(f.json["retention"], "unreachable: no path")
+        let cycle = f.json["cycle"] as? [[String: Any]] ?? []
+        XCTAssertEqual(Set(cycle.compactMap { $0["typeName"] as? String }), ["Fixture.Parent", "Fixture.Child"], "\(cycle)")
+        XCTAssertEqual(Set(cycle.compactMap { $0["field"] as? String }), ["child", "parent"], "\(cycle)")
+        // One root cause for the pair: follow heldBy to it; it retains every Parent and Child.
+        var top = f.json, steps = 0
+        while let h = jsonInt(top["heldBy"]), steps < 10 { top = run.report.findings[h].json; steps += 1 }
+        XCTAssertEqual(top["heldReason"] as? String, nil)
+        XCTAssertEqual(jsonInt(top["retainedBytes"]), 8 * (40 + 24), "every Parent and Child: \(top)")
+        let text = String(decoding: try HeapGenCLI.run(["report", run.trace]).stdout, as: UTF8.self)
+        XCTAssertTrue(text.contains("cycle: Child.parent → Parent.child → Child") || text.contains("cycle: Parent.child → Child.parent → Parent"), text)
+    }
+
+    /// heapgen-demo --retention: two root causes, the view model's cycle and the subscriber's
+    /// closure, everything else held by them.
+    func testDemoHasTwoRootCauses() throws {
+        let demo = TestPaths.buildDir + "/heapgen-demo"
+        let run = try HeapGenCLI.runJSON(demo, flags: ["--retention"])
+        let judged = run.report.findings.filter { $0.kind == "abandoned" || $0.kind == "leaked" }
+        let top = judged.filter { $0.json["heldBy"] == nil }
+        XCTAssertEqual(top.count, 2, "two root causes:\n\(run.report)")
+        XCTAssertTrue(top.contains { $0.typeName?.hasSuffix("ProfileViewModel") == true }, "\(run.report)")
+        let vm = top.first { $0.typeName?.hasSuffix("ProfileViewModel") == true }
+        let cycle = vm?.json["cycle"] as? [[String: Any]] ?? []
+        XCTAssertEqual(cycle.first?["field"] as? String, "onChange", "\(cycle)")
+        XCTAssertTrue(judged.count > 2, "the rest held: \(run.report)")
+    }
+}
