@@ -1,5 +1,6 @@
 import Foundation
 import HeapGen
+import CHeapGenTestingStart
 import HeapGenControlProtocol
 
 extension HeapGen {
@@ -71,7 +72,11 @@ extension HeapGen {
 final class DeallocationWatch {
     static let pollInterval = 0.020
 
-    let address: UInt
+    /// The object's address, bits inverted: the collector's reachability scan reads this
+    /// watch's memory conservatively, and a plain copy would look like a reference to the
+    /// object (then the retention path would name the watch itself).
+    private let hiddenAddress: UInt
+    var address: UInt { ~hiddenAddress }
     let site: CallSite
     let clock = ContinuousClock()
     let start: ContinuousClock.Instant
@@ -80,7 +85,7 @@ final class DeallocationWatch {
     var last: ControlObjectAnswer
 
     private init(address: UInt, site: CallSite, first: ControlObjectAnswer) {
-        self.address = address
+        self.hiddenAddress = ~address
         self.site = site
         self.start = clock.now
         self.first = first
@@ -124,6 +129,48 @@ final class DeallocationWatch {
         ControlRequestText.object(address: address)
     }
 
+    /// The `retention` request, built in a frame of its own that has returned before the
+    /// request is sent: the asking thread's stack (from its stack pointer up) holds no plain
+    /// copy of the address then. `tid` makes the collector prefer any other root over this
+    /// thread's (the caller's frames may still hold stale copies of the object).
+    @inline(never)
+    static func retentionRequest(hidden: UInt) -> String {
+        var text = ControlRequestText.retention(address: ~hidden)
+        text.removeLast()
+        return text + ",\"tid\":\(hg_testing_thread_id())}"
+    }
+
+    /// The lines the failure adds about what holds the object (`held by: …`, `cycle: …`), or
+    /// one line saying why the collector could not tell.
+    func retentionLines() -> String {
+        let answer: ControlRetentionAnswer
+        do {
+            answer = try ControlClient.ask(Self.retentionRequest(hidden: hiddenAddress), as: ControlRetentionAnswer.self)
+        } catch {
+            return "\n  held by: unknown (\(error))"
+        }
+        return Self.retentionText(answer)
+    }
+
+    /// `held by:` and `cycle:` lines of a `retention` answer.
+    static func retentionText(_ answer: ControlRetentionAnswer) -> String {
+        var out = ""
+        if !answer.live {
+            out += "\n  held by: unknown (the collector found no live block there when it looked)"
+        } else if let path = answer.path, !path.isEmpty {
+            out += "\n  held by: " + ControlRetentionAnswer.text(path)
+        } else if answer.cycle != nil {
+            out += "\n  held by: its reference cycle only (no root reaches it)"
+        } else {
+            out += "\n  held by: nothing the scan could see (no root reaches it: a reference the scan cannot read, or one dropped since)"
+        }
+        if let cycle = answer.cycle, let first = cycle.first {
+            // The cycle's last block holds the first: name it again to close the loop.
+            out += "\n  cycle: " + ControlRetentionAnswer.text(cycle) + " → " + first.name
+        }
+        return out
+    }
+
     /// Seconds to wait before the next question, or nil once the deadline has passed.
     func nextWait(timeout: Duration) -> Double? {
         let elapsed = clock.now - start
@@ -158,6 +205,7 @@ final class DeallocationWatch {
             else if let previous = a.previousMark { out += " (after mark \"\(previous)\")" }
             else { out += " (before any mark)" }
         }
+        out += retentionLines()
         out += "\n  allocated at:"
         out += FrameText.lines(a.frames ?? [], from: a.userFrame, count: 5, indent: "    ")
         out += "\n  Something still holds a strong reference: a closure capturing it, an observer, a registry, or the caller."
