@@ -382,9 +382,13 @@ public struct ControlRetentionAnswer: ControlAnswer, Encodable, Equatable {
     public var path: [ControlRetentionStep]?
     /// The shortest reference cycle through the block, starting at it; nil when it is on none.
     public var cycle: [ControlRetentionStep]?
+    /// True when only the asking thread's own stack or registers (the request's `tid`) reach
+    /// the block: a variable of the caller, or a stale copy of the address. Nil: false.
+    public var askingThreadOnly: Bool?
 
     public init(address: String, live: Bool = false, reachable: Bool = false,
-                path: [ControlRetentionStep]? = nil, cycle: [ControlRetentionStep]? = nil) {
+                path: [ControlRetentionStep]? = nil, cycle: [ControlRetentionStep]? = nil,
+                askingThreadOnly: Bool? = nil) {
         ok = true
         op = ControlOp.retention.rawValue
         self.address = address
@@ -392,6 +396,7 @@ public struct ControlRetentionAnswer: ControlAnswer, Encodable, Equatable {
         self.reachable = reachable
         self.path = path
         self.cycle = cycle
+        self.askingThreadOnly = askingThreadOnly
     }
 
     public init(json: JSONValue) throws(ControlProtocolError) {
@@ -403,6 +408,7 @@ public struct ControlRetentionAnswer: ControlAnswer, Encodable, Equatable {
         reachable = try m.required("reachable", \.bool)
         path = try m.list("path", { (v: JSONValue) throws(ControlProtocolError) in try ControlRetentionStep(json: v) })
         cycle = try m.list("cycle", { (v: JSONValue) throws(ControlProtocolError) in try ControlRetentionStep(json: v) })
+        askingThreadOnly = try m.optional("askingThreadOnly", \.bool)
     }
 
     /// `EventBus.shared → EventBus.subscribers → … → ProfileViewModel`: each step its name,

@@ -49,6 +49,7 @@ extension InTestAnswers {
         if shortest == nil && otherRoots.count != allRoots.count {
             graph = ReferenceGraph(sizes: sizes, isLibrary: isLibrary, edges: edges, roots: allRoots)
             shortest = RetentionPaths(graph: graph).path(to: target)
+            if shortest != nil { answer.askingThreadOnly = true }
         }
         let naming = RetentionStepNaming(record: record, blocks: facts.blocks, frames: frames,
                                          typeNames: segment.typeNames, timeline: timeline,
@@ -136,16 +137,18 @@ struct RetentionStepNaming {
             let vaddr = module.map { e.slot &- $0.loadBias } ?? e.slot
             let base = OwnCode.baseName(path)
             if !path.isEmpty, let symbol = symbolication.symbolizer.dataSymbols([(path, vaddr)]).first ?? nil {
-                return ControlRetentionStep(kind: "root", name: "static " + RetentionNames.global(symbol.name), detail: base)
+                // Swift statics demangle as `static Module.Type.name : Type`: the word stays.
+                return ControlRetentionStep(kind: "root", name: RetentionNames.global(symbol.name), detail: base)
             }
             return ControlRetentionStep(kind: "root", name: "global \(base)+0x" + String(vaddr, radix: 16), detail: base)
         case .stack:
-            var function = "?"
+            // The function of the slot's frame, when the scan found a code address for it.
+            var function: String?
             if e.pc != 0 {
                 let f = symbolication.frames(of: [e.pc], at: .max, timeline: timeline)
-                if let fn = f.last?.shortFunction ?? f.last?.function { function = fn }
+                function = f.last?.shortFunction ?? f.last?.function
             }
-            return ControlRetentionStep(kind: "root", name: "thread \(region.tid)'s stack in \(function)")
+            return ControlRetentionStep(kind: "root", name: "thread \(region.tid)'s stack" + (function.map { " in \($0)" } ?? ""))
         case .registers:
             return ControlRetentionStep(kind: "root",
                                         name: "thread \(region.tid)'s register \(RetentionNames.register(e.register ?? 255))")

@@ -157,6 +157,12 @@ final class DeallocationWatch {
         var out = ""
         if !answer.live {
             out += "\n  held by: unknown (the collector found no live block there when it looked)"
+        } else if let path = answer.path, !path.isEmpty, answer.askingThreadOnly == true {
+            // Only this test's own thread reaches it: a variable the caller still has, or a
+            // stale copy of the address in a frame (the scan is conservative).
+            let why = answer.cycle != nil ? "its reference cycle, and " : ""
+            out += "\n  held by: \(why)only the test's own thread (a variable of the caller, or a stale copy of its address): "
+                + ControlRetentionAnswer.text(path)
         } else if let path = answer.path, !path.isEmpty {
             out += "\n  held by: " + ControlRetentionAnswer.text(path)
         } else if answer.cycle != nil {
@@ -195,6 +201,9 @@ final class DeallocationWatch {
     }
 
     func reportAlive(timeout: Duration) {
+        // Asked first, while this frame has not yet formatted the raw address (a stale copy
+        // on the asking thread's stack would look like a holder).
+        let held = retentionLines()
         let a = last
         let type = a.typeName ?? "object"
         var out = "heapgen: \(type) at 0x\(String(address, radix: 16)) is still alive \(timeout) after expectDeallocation"
@@ -205,7 +214,7 @@ final class DeallocationWatch {
             else if let previous = a.previousMark { out += " (after mark \"\(previous)\")" }
             else { out += " (before any mark)" }
         }
-        out += retentionLines()
+        out += held
         out += "\n  allocated at:"
         out += FrameText.lines(a.frames ?? [], from: a.userFrame, count: 5, indent: "    ")
         out += "\n  Something still holds a strong reference: a closure capturing it, an observer, a registry, or the caller."
