@@ -26,8 +26,11 @@ extension HeapGen {
     /// runs, so teardown work queued there still happens.
     ///
     /// On failure the message gives the object's type, size, generation (marks seen since
-    /// tracking began, with the closing mark's label) and its allocation stack from the
-    /// first frame in your code.
+    /// tracking began, with the closing mark's label), what holds it (`held by:` the shortest
+    /// path from a root such as a static, through stored properties, to the object; `cycle:`
+    /// when it sits in a reference cycle) and its allocation stack from the first frame in
+    /// your code. The path comes from a scan of the heap with the program's threads stopped
+    /// (the collector's `retention` op); when that fails the message says why in one line.
     ///
     /// Needs heapgen (`heapgen run -- .build/debug/<Package>PackageTests.xctest`); the
     /// collector tracks the test binary from start-up (a constructor in HeapGenTesting asks
