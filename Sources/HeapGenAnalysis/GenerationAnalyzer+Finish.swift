@@ -404,12 +404,11 @@ extension GenerationAnalyzer {
         analysis.regrouping = regrouping
         analysis.truncatedStacks = truncatedStacks
         analysis.programSuppressions = programSuppressions
-        // The graph of the final snapshot: the last one taken at or before it (a graph taken
-        // after `marksBefore` marks follows mark `marksBefore - 1`); else the first one after
-        // it (e.g. `--retention` at exit when the snapshot is the last mark), whose blocks
-        // still live are the snapshot's survivors.
+        // The graph of the final snapshot: the last one taken at or before it; else the
+        // first one after it (e.g. `--retention` at exit when the snapshot is the last mark),
+        // whose blocks still live are the snapshot's survivors.
         if let m = snapshotMark {
-            analysis.retentionGraph = graphs.last { $0.marksBefore <= m + 1 } ?? graphs.first
+            analysis.retentionGraph = graphs.last { $0.isAtOrBefore(mark: m) } ?? graphs.first { !$0.isAtOrBefore(mark: m) }
         } else {
             analysis.retentionGraph = graphs.last
         }

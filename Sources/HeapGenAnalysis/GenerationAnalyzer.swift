@@ -103,7 +103,7 @@ public struct GenerationAnalyzer {
     /// (a directly leaked block), by address; dropped like ``scannedUnreachable``.
     var scannedOwners: [UInt64: UInt64] = [:]
     /// `referenceGraph` records met so far, resolved against the live table; ``finish()``
-    /// keeps the one of the final snapshot. Only the last graph at each mark count is kept.
+    /// keeps the one of the final snapshot.
     var graphs: [RetentionGraph] = []
     /// From `programSuppressions` records: the program's own LeakSanitizer suppressions.
     var programSuppressions: String?
@@ -239,9 +239,12 @@ public struct GenerationAnalyzer {
         }
         let graph = RetentionGraph(record: record, stacks: stacks, types: types, epochs: epochs, sizes: sizes,
                                    marksBefore: marks.count)
-        // A later graph at the same mark count replaces the earlier one: memory stays one
-        // graph per mark at most (in practice one or two graphs a trace).
-        if let last = graphs.last, last.marksBefore == graph.marksBefore { graphs.removeLast() }
+        // A later graph of the same kind at the same mark count replaces the earlier one:
+        // memory stays two graphs per mark at most (the mark's own, and a later one; in
+        // practice one or two a trace).
+        if let last = graphs.last, last.marksBefore == graph.marksBefore, last.isAtMark == graph.isAtMark {
+            graphs.removeLast()
+        }
         graphs.append(graph)
     }
 

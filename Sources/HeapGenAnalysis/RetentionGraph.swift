@@ -26,6 +26,18 @@ public struct RetentionGraph: Sendable, Equatable {
     /// Marks (of any kind) the analyzer had seen when it met the record.
     public var marksBefore: Int
 
+    /// True when the graph was taken at the mark just before it (`--retention-at`): it is that
+    /// mark's snapshot; other graphs (exit, a program's request) come after it.
+    public var isAtMark: Bool {
+        if case .mark = record.trigger { return marksBefore > 0 }
+        return false
+    }
+
+    /// True when the graph was taken at or before mark `m` (0-based).
+    public func isAtOrBefore(mark m: Int) -> Bool {
+        marksBefore <= m || (marksBefore == m + 1 && isAtMark)
+    }
+
     /// Blocks in the graph.
     public var blockCount: Int { record.blocks.count }
 

@@ -19,6 +19,16 @@ extension ReportBuilder {
         guard let g = analysis.retentionGraph else { return nil }
         let record = g.record
         let n = g.blockCount
+        let trigger: String, label: String?
+        switch record.trigger {
+        case .exit: (trigger, label) = ("exit", nil)
+        case .mark(let l): (trigger, label) = ("mark", l)
+        case .request: (trigger, label) = ("request", nil)
+        }
+        let scan = Report.RetentionScan(trigger: trigger, label: label, bytesRead: record.bytesRead,
+                                        nanoseconds: record.nanoseconds, blocks: n, references: record.edges.count)
+        // Nothing to explain: skip the graph analyses (seconds on millions of blocks).
+        guard findings.contains(where: { $0.kind == .abandoned || $0.kind == .leaked }) else { return scan }
 
         // The sites of the graph's blocks, symbolicated once.
         var stackIDs: [UInt32] = []
@@ -83,23 +93,36 @@ extension ReportBuilder {
         for r in analysisOfGraph.findings {
             let i = judged[r.finding]
             if let path = r.path, !path.isEmpty {
+                // Each step names where the reference comes from; the last block closes the
+                // path. A long path keeps its ends only (a list of 200,000 blocks would be
+                // 200,000 steps): the middle is one `elided` step.
+                let keep = Report.RetentionStep.keptAtEachEnd
                 var steps: [Report.RetentionStep] = []
-                for (k, step) in path.enumerated() {
-                    // Each step names where the reference comes from; the last block closes the path.
-                    let next: Int? = k + 1 < path.count ? { if case .reference(_, let o, _) = path[k + 1] { return o }; return nil }() : nil
-                    switch step {
-                    case .root(let id, _):
-                        steps.append(rootSteps[id] ?? Report.RetentionStep(kind: .root, name: "root"))
-                    case .reference(let from, let offset, _):
-                        _ = from
-                        _ = offset
+                for k in path.indices {
+                    if path.count > 2 * keep + 1, k == keep {
+                        steps.append(Report.RetentionStep(kind: .elided, name: "\(path.count - 2 * keep) more blocks"))
                     }
-                    steps.append(blockStep(step.to, edgeOffset: next))
+                    if path.count > 2 * keep + 1, k >= keep, k < path.count - keep { continue }
+                    let next: Int?
+                    if k + 1 < path.count, case .reference(_, let o, _) = path[k + 1] { next = o } else { next = nil }
+                    if case .root(let id, _) = path[k] {
+                        steps.append(rootSteps[id] ?? Report.RetentionStep(kind: .root, name: "root"))
+                    }
+                    steps.append(blockStep(path[k].to, edgeOffset: next))
                 }
                 findings[i].retention = steps
             }
             if let cycle = r.cycle {
-                findings[i].cycle = cycle.steps.map { blockStep($0.from, edgeOffset: $0.offset) }
+                let keep = Report.RetentionStep.keptAtEachEnd
+                var steps: [Report.RetentionStep] = []
+                for (k, step) in cycle.steps.enumerated() {
+                    if cycle.steps.count > 2 * keep + 1, k == keep {
+                        steps.append(Report.RetentionStep(kind: .elided, name: "\(cycle.steps.count - 2 * keep) more blocks"))
+                    }
+                    if cycle.steps.count > 2 * keep + 1, k >= keep, k < cycle.steps.count - keep { continue }
+                    steps.append(blockStep(step.from, edgeOffset: step.offset))
+                }
+                findings[i].cycle = steps
             }
             if let h = r.heldBy {
                 findings[i].heldBy = judged[h]
@@ -116,14 +139,7 @@ extension ReportBuilder {
             findings[i].retainedBytes = source.retainedBytes
         }
 
-        let trigger: String, label: String?
-        switch record.trigger {
-        case .exit: (trigger, label) = ("exit", nil)
-        case .mark(let l): (trigger, label) = ("mark", l)
-        case .request: (trigger, label) = ("request", nil)
-        }
-        return Report.RetentionScan(trigger: trigger, label: label, bytesRead: record.bytesRead,
-                                    nanoseconds: record.nanoseconds, blocks: n, references: record.edges.count)
+        return scan
     }
 
     /// Root steps for root edges `ids` of `record`: globals by their data symbol, stack slots
@@ -161,7 +177,12 @@ extension ReportBuilder {
         let symbols = symbolizer.dataSymbols(globals.map { ($0.path, $0.address) })
         for (g, symbol) in zip(globals, symbols) {
             guard let symbol else { continue }
-            out[g.id] = Report.RetentionStep(kind: .root, name: RetentionNames.global(symbol.name), detail: g.module,
+            // The declaring file when the debug info has it (`g_clients (registry.c)`), else the module.
+            // Platform libraries' debug info (when present) names the wrong unit for their
+            // globals (crtstuff.c for FoundationEssentials' _defaultCenter): their module is clearer.
+            let platform = OwnCode.isRuntimeModule(g.path) || OwnCode.isSystemLibrary(g.path)
+            let declared = platform ? nil : symbol.file.map { OwnCode.baseName($0) }
+            out[g.id] = Report.RetentionStep(kind: .root, name: RetentionNames.global(symbol.name), detail: declared ?? g.module,
                                              offset: g.address &- symbol.start)
         }
         return out

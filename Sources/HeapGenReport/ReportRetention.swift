@@ -12,7 +12,12 @@ extension Report {
             case root
             /// A heap block.
             case block
+            /// The middle of a long path or cycle, left out (`name`: `N more blocks`).
+            case elided
         }
+
+        /// Steps a report keeps at each end of a path or cycle longer than twice this plus one.
+        public static let keptAtEachEnd = 6
         public var kind: Kind
         /// Roots: the global's symbol (`g_clients`, `static Demo.EventBus.shared`), `thread N's
         /// stack in <function>`, `thread N's register rbx`. Blocks: the Swift type name, else
@@ -55,6 +60,7 @@ extension Report {
         /// The step as one text item: `g_clients (retention)`, `Demo.Model .subscribers`,
         /// `blocks from accept_client (retention.c:14) +0x8`.
         public var text: String {
+            if kind == .elided { return "… \(name) …" }
             var s = name
             if let detail { s += " (\(detail))" }
             let edge = edgeText
@@ -98,14 +104,16 @@ public enum RetentionText {
     public static func path(_ steps: [Report.RetentionStep]) -> String {
         let items = steps.map(\.text)
         guard items.count > 2 * keptAtEachEnd + 1 else { return items.joined(separator: " → ") }
-        return (items.prefix(keptAtEachEnd) + ["…"] + items.suffix(keptAtEachEnd)).joined(separator: " → ")
+        let hidden = steps.dropFirst(keptAtEachEnd).dropLast(keptAtEachEnd).filter { $0.kind != .elided }.count
+            + steps.filter { $0.kind == .elided }.compactMap { Int($0.name.split(separator: " ").first ?? "") }.reduce(0, +)
+        return (items.prefix(keptAtEachEnd) + ["… \(hidden) more …"] + items.suffix(keptAtEachEnd)).joined(separator: " → ")
     }
 
     /// `A.b → B.a → A`: each block of the cycle by its short name and the reference leaving
     /// it, back to the first.
     public static func cycle(_ steps: [Report.RetentionStep]) -> String {
         guard let first = steps.first else { return "" }
-        let items = steps.map { shortName($0) + $0.edgeText }
+        let items = steps.map { $0.kind == .elided ? $0.text : shortName($0) + $0.edgeText }
         return (items + [shortName(first)]).joined(separator: " → ")
     }
 

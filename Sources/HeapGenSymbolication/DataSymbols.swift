@@ -10,6 +10,9 @@ public struct DataSymbol: Sendable, Hashable {
     public var start: UInt64
     /// Its size in bytes (0 when unknown).
     public var size: UInt64
+    /// Where it is declared, when the debug info says (LLVM 16 and later answer it).
+    public var file: String? = nil
+    public var line: Int? = nil
 }
 
 extension Symbolizer {
@@ -17,9 +20,10 @@ extension Symbolizer {
     /// runtime address − load bias): one answer per request, nil when there is none or the
     /// backend is not llvm-symbolizer (addr2line has no data lookup).
     ///
-    /// One `llvm-symbolizer --output-style=JSON` child answers the whole batch of
-    /// `DATA "path" 0xADDR` lines (LLVM 14 answers `{"Data":{"Name","Start","Size"}}`; newer
-    /// LLVMs add the declaring file and line, not used here). Swift names are demangled like
+    /// One `llvm-symbolizer` child answers the whole batch of `DATA "path" 0xADDR` lines, in
+    /// its LLVM output style: per request the name (`??`: none), `START SIZE` in decimal, and
+    /// from LLVM 16 on the declaring `FILE:LINE` (`??:?`: unknown), then an empty line. (Its
+    /// JSON style leaves the declaration out, even in LLVM 21.) Swift names are demangled like
     /// function names. Rare (a few roots a report), so not cached.
     public func dataSymbols(_ requests: [(path: String, address: UInt64)]) -> [DataSymbol?] {
         guard !requests.isEmpty, case .llvmSymbolizer(let tool) = backend else {
@@ -34,7 +38,7 @@ extension Symbolizer {
         var out = [DataSymbol?](repeating: nil, count: requests.count)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = ["--output-style=JSON"]
+        process.arguments = ["--output-style=LLVM"]
         var environment = ProcessInfo.processInfo.environment
         environment["DEBUGINFOD_URLS"] = nil     // never the network
         process.environment = environment
@@ -50,21 +54,26 @@ extension Symbolizer {
         writer.start()
         let reply = stdout.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let lines = reply.split(separator: UInt8(ascii: "\n"))
-        var raw: [(Int, String, UInt64, UInt64)] = []
-        for (k, line) in zip(sent, lines) {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
-                  let d = object["Data"] as? [String: Any], let name = d["Name"] as? String, !name.isEmpty
-            else { continue }
-            func hex(_ v: Any?) -> UInt64 {
-                guard let s = v as? String else { return 0 }
-                return UInt64(s.hasPrefix("0x") ? String(s.dropFirst(2)) : s, radix: 16) ?? 0
+        let text = String(decoding: reply, as: UTF8.self)
+        let blocks = text.components(separatedBy: "\n\n").map { $0.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) }
+        var raw: [(Int, String, UInt64, UInt64, String?, Int?)] = []
+        for (k, lines) in zip(sent, blocks) {
+            guard lines.count >= 2, lines[0] != "??", !lines[0].isEmpty else { continue }
+            let numbers = lines[1].split(separator: " ").compactMap { UInt64($0) }
+            guard numbers.count == 2 else { continue }
+            var file: String? = nil, line: Int? = nil
+            if lines.count >= 3, let colon = lines[2].lastIndex(of: ":") {
+                let f = String(lines[2][..<colon])
+                if f != "??" && !f.isEmpty {
+                    file = f
+                    line = Int(lines[2][lines[2].index(after: colon)...]).flatMap { $0 > 0 ? $0 : nil }
+                }
             }
-            raw.append((k, name, hex(d["Start"]), hex(d["Size"])))
+            raw.append((k, lines[0], numbers[0], numbers[1], file, line))
         }
         let names = demangledNames(raw.map { $0.1 })
-        for (k, name, start, size) in raw {
-            out[k] = DataSymbol(name: names[name] ?? name, start: start, size: size)
+        for (k, name, start, size, file, line) in raw {
+            out[k] = DataSymbol(name: names[name] ?? name, start: start, size: size, file: file, line: line)
         }
         return out
     }

@@ -24,7 +24,7 @@ final class RetentionTextTests: XCTestCase {
 
     func testLongPathKeepsTwoAtEachEnd() {
         let steps = (0 ..< 8).map { Step(kind: .block, name: "n\($0)", offset: $0 < 7 ? 8 : nil) }
-        XCTAssertEqual(RetentionText.path(steps), "n0 +0x8 → n1 +0x8 → … → n6 +0x8 → n7")
+        XCTAssertEqual(RetentionText.path(steps), "n0 +0x8 → n1 +0x8 → … 4 more … → n6 +0x8 → n7")
         let five = Array(steps.prefix(5))
         XCTAssertFalse(RetentionText.path(five).contains("…"), "five steps are shown whole")
     }

@@ -1,7 +1,9 @@
 /* Fixture for "why is it alive": a registry list reached from a named global.
  * Every cycle accept_client() adds a session to g_clients and never removes it;
  * each session owns a buffer from open_buffer(). Both sites grow; the buffers
- * are alive only through the sessions, so they are held by the session finding. */
+ * are alive only through the sessions, so they are held by the session finding.
+ *   registry local   the same sessions held only by a local of serve_locally(),
+ *                    for --retention-at request (the graph taken at each mark). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +33,26 @@ static __attribute__((noinline)) void accept_client(long id)
     g_clients = c;
 }
 
-int main(void)
+static __attribute__((noinline)) void serve_locally(void)
 {
+    struct client *volatile local = NULL;
+    for (int cycle = 1; cycle <= 8; cycle++) {
+        struct client *c = calloc(1, sizeof *c);
+        c->id = cycle;
+        c->buffer = open_buffer(200);
+        c->next = local;
+        local = c;
+        heapgen_mark("request");
+    }
+    printf("local %p\n", (void *)&local);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "local") == 0) {
+        serve_locally();
+        return 0;
+    }
     for (int cycle = 1; cycle <= 8; cycle++) {
         accept_client(cycle);
         heapgen_mark("request");
