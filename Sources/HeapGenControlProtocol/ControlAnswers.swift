@@ -339,11 +339,11 @@ public struct ControlObjectAnswer: ControlAnswer, Encodable {
     }
 }
 
-/// One step of a `retention` answer's path or cycle: a root (`kind` "root") or a block
-/// ("block"). `field` names the reference leaving this block towards the next step (a stored
+/// One step of a `retention` answer's path or cycle: a root (`kind` "root"), a block
+/// ("block"), or the middle of a long path left out ("elided", `name` says how many blocks). `field` names the reference leaving this block towards the next step (a stored
 /// property, else `+0x…`, the offset in the block); nil on a root and on the path's last block.
 public struct ControlRetentionStep: ControlAnswer, Encodable, Equatable {
-    /// "root" or "block".
+    /// "root", "block" or "elided".
     public var kind: String
     /// A root's name (`static EventBus.shared`, `thread 2's stack in main`, …) or a block's
     /// (its Swift type, else `blocks from <function>`).

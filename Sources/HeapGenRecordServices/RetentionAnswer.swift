@@ -90,22 +90,41 @@ struct RetentionStepNaming {
     let timeline: ModuleTimeline
     let symbolication: StackSymbolication
 
-    /// Root first, then each block with the field that holds the next one.
+    /// Root first, then each block with the field that holds the next one. A long path keeps
+    /// its ends only, as reports do (`Report.RetentionStep.keptAtEachEnd` blocks each side and
+    /// one `elided` step between): a list of 200,000 nodes must not become the answer.
     func path(_ steps: [RetentionPaths.Step]) -> [ControlRetentionStep] {
         var out: [ControlRetentionStep] = []
-        for (k, step) in steps.enumerated() {
-            if case .root(let id, _) = step { out.append(root(id)) }
+        let keep = Report.RetentionStep.keptAtEachEnd
+        let long = steps.count > 2 * keep + 1
+        for k in steps.indices {
+            if long, k == keep { out.append(Self.elided(steps.count - 2 * keep)) }
+            if long, k >= keep, k < steps.count - keep { continue }
+            if case .root(let id, _) = steps[k] { out.append(root(id)) }
             var next: Int?
             if k + 1 < steps.count, case .reference(_, let offset, _) = steps[k + 1] { next = offset }
-            out.append(block(step.to, offset: next))
+            out.append(block(steps[k].to, offset: next))
         }
         return out
     }
 
-    /// The cycle's blocks, each with the field that holds the next (the last holds the first).
+    /// The cycle's blocks, each with the field that holds the next (the last holds the first);
+    /// a long one keeps its ends, as a path does.
     func cycle(_ steps: [StronglyConnectedComponents.CycleStep]) -> [ControlRetentionStep]? {
         guard !steps.isEmpty else { return nil }
-        return steps.map { block($0.from, offset: $0.offset) }
+        var out: [ControlRetentionStep] = []
+        let keep = Report.RetentionStep.keptAtEachEnd
+        let long = steps.count > 2 * keep + 1
+        for (k, step) in steps.enumerated() {
+            if long, k == keep { out.append(Self.elided(steps.count - 2 * keep)) }
+            if long, k >= keep, k < steps.count - keep { continue }
+            out.append(block(step.from, offset: step.offset))
+        }
+        return out
+    }
+
+    static func elided(_ n: Int) -> ControlRetentionStep {
+        ControlRetentionStep(kind: "elided", name: "… \(n) more blocks …")
     }
 
     /// A block: its Swift type name, else `block from <first user function>`; `field` the stored

@@ -104,6 +104,14 @@ final class ControlChannelTests: XCTestCase {
             XCTAssertEqual(pair["askingThreadOnly"] as? Bool, true, result.transcript)
         }
 
+        // 21 steps (the global, 20 blocks): 6 blocks at each end, the middle one elided step.
+        let long = try json(try XCTUnwrap(a["LONG"], result.transcript).json)
+        let longPath = try XCTUnwrap(long["path"] as? [[String: Any]], result.transcript)
+        XCTAssertEqual(longPath.count, 1 + 6 + 1 + 6, result.transcript)
+        XCTAssertEqual(longPath[7]["kind"] as? String, "elided", result.transcript)
+        XCTAssertEqual(longPath[7]["name"] as? String, "… 8 more blocks …", result.transcript)
+        XCTAssertEqual(longPath.last?["kind"] as? String, "block")
+
         let gone = try json(try XCTUnwrap(a["GONE"], result.transcript).json)
         XCTAssertEqual(gone["ok"] as? Bool, true, result.transcript)
         XCTAssertEqual(gone["live"] as? Bool, false)

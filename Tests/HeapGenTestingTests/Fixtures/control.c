@@ -47,6 +47,8 @@ __attribute__((noinline)) static void *make_block(size_t n)
 
 /* The root of the retention case: a global holding a block that holds the target at +0x8. */
 void **g_holder;
+/* A list of 20 blocks: its last one's path is too long to give whole. */
+void **g_list;
 
 int main(int argc, char **argv)
 {
@@ -135,6 +137,16 @@ int main(int argc, char **argv)
         snprintf(req, sizeof req, "{\"op\":\"retention\",\"address\":\"%p\",\"tid\":%ld}", (void *)a, tid);
         a = b = NULL;
         ask("PAIR", req);
+        void **tail = NULL;
+        for (int i = 0; i < 20; i++) {
+            void **node = make_block(16);
+            memset(node, 0, 16);
+            if (tail) tail[0] = node; else g_list = node;
+            tail = node;
+        }
+        snprintf(req, sizeof req, "{\"op\":\"retention\",\"address\":\"%p\",\"tid\":%ld}", (void *)tail, tid);
+        tail = NULL;
+        ask("LONG", req);
         void *gone = make_block(40);
         snprintf(req, sizeof req, "{\"op\":\"retention\",\"address\":\"%p\"}", gone);
         free(gone);
