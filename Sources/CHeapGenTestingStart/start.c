@@ -2,6 +2,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "CHeapGenTestingStart.h"
 
 #ifndef RTLD_DEFAULT
@@ -26,4 +28,9 @@ __attribute__((constructor)) static void hg_testing_start(void)
 long hg_testing_start_result(void)
 {
     return start_result;
+}
+
+long hg_testing_thread_id(void)
+{
+    return syscall(SYS_gettid);
 }

@@ -338,3 +338,85 @@ public struct ControlObjectAnswer: ControlAnswer, Encodable {
         userFrame = try m.optional("userFrame", \.int)
     }
 }
+
+/// One step of a `retention` answer's path or cycle: a root (`kind` "root"), a block
+/// ("block"), or the middle of a long path left out ("elided", `name` says how many blocks). `field` names the reference leaving this block towards the next step (a stored
+/// property, else `+0x…`, the offset in the block); nil on a root and on the path's last block.
+public struct ControlRetentionStep: ControlAnswer, Encodable, Equatable {
+    /// "root", "block" or "elided".
+    public var kind: String
+    /// A root's name (`static EventBus.shared`, `thread 2's stack in main`, …) or a block's
+    /// (its Swift type, else `blocks from <function>`).
+    public var name: String
+    public var field: String?
+    /// More about the step: a root's module, a block's allocation site (`function, file:line`).
+    public var detail: String?
+
+    public init(kind: String, name: String, field: String? = nil, detail: String? = nil) {
+        self.kind = kind
+        self.name = name
+        self.field = field
+        self.detail = detail
+    }
+
+    public init(json: JSONValue) throws(ControlProtocolError) {
+        let m = try Members(json)
+        kind = try m.required("kind", \.string)
+        name = try m.required("name", \.string)
+        field = try m.optional("field", \.string)
+        detail = try m.optional("detail", \.string)
+    }
+}
+
+/// The `retention` answer: written by the collector (encoded with this type, nil members left
+/// out) and read by the client. `live` is false when no live block contains the address;
+/// `reachable` false when a live block is referenced from no root (then `path` is absent).
+public struct ControlRetentionAnswer: ControlAnswer, Encodable, Equatable {
+    public var ok: Bool
+    public var op: String
+    /// The address asked about, `0x…`.
+    public var address: String
+    public var live: Bool
+    public var reachable: Bool
+    /// Root first, the block asked about last.
+    public var path: [ControlRetentionStep]?
+    /// The shortest reference cycle through the block, starting at it; nil when it is on none.
+    public var cycle: [ControlRetentionStep]?
+    /// True when only the asking thread's own stack or registers (the request's `tid`) reach
+    /// the block: a variable of the caller, or a stale copy of the address. Nil: false.
+    public var askingThreadOnly: Bool?
+
+    public init(address: String, live: Bool = false, reachable: Bool = false,
+                path: [ControlRetentionStep]? = nil, cycle: [ControlRetentionStep]? = nil,
+                askingThreadOnly: Bool? = nil) {
+        ok = true
+        op = ControlOp.retention.rawValue
+        self.address = address
+        self.live = live
+        self.reachable = reachable
+        self.path = path
+        self.cycle = cycle
+        self.askingThreadOnly = askingThreadOnly
+    }
+
+    public init(json: JSONValue) throws(ControlProtocolError) {
+        let m = try Members(json)
+        ok = try m.required("ok", \.bool)
+        op = try m.optional("op", \.string) ?? ControlOp.retention.rawValue
+        address = try m.optional("address", \.string) ?? ""
+        live = try m.optional("live", \.bool) ?? false
+        reachable = try m.required("reachable", \.bool)
+        path = try m.list("path", { (v: JSONValue) throws(ControlProtocolError) in try ControlRetentionStep(json: v) })
+        cycle = try m.list("cycle", { (v: JSONValue) throws(ControlProtocolError) in try ControlRetentionStep(json: v) })
+        askingThreadOnly = try m.optional("askingThreadOnly", \.bool)
+    }
+
+    /// `EventBus.shared → EventBus.subscribers → … → ProfileViewModel`: each step its name,
+    /// a block joined to the field it holds the next step by.
+    public static func text(_ steps: [ControlRetentionStep]) -> String {
+        steps.map { step in
+            guard let field = step.field else { return step.name }
+            return field.hasPrefix("+") ? "\(step.name)\(field)" : "\(step.name).\(field)"
+        }.joined(separator: " → ")
+    }
+}

@@ -29,7 +29,7 @@ public struct ControlProtocolError: Error, CustomStringConvertible, Sendable {
 
 /// The operations of the control channel.
 public enum ControlOp: String, Sendable, CaseIterable {
-    case ping, track, untrack, status, object, begin, growth, end, scan
+    case ping, track, untrack, status, object, begin, growth, end, scan, retention
 }
 
 /// The analysis options of a growth session (`begin`, repeated in `growth`). Defaults are
@@ -119,6 +119,11 @@ public enum ControlRequestText {
     /// `{"op":"object","address":"0x…"}`.
     public static func object(address: UInt) -> String {
         "{\"op\":\"object\",\"address\":\"0x" + String(address, radix: 16) + "\"}"
+    }
+
+    /// `{"op":"retention","address":"0x…"}`.
+    public static func retention(address: UInt) -> String {
+        "{\"op\":\"retention\",\"address\":\"0x" + String(address, radix: 16) + "\"}"
     }
 
     /// `{"op":"begin",…}` with every option.

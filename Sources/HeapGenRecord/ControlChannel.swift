@@ -92,6 +92,7 @@ final class ControlChannel {
         case .status?: answer = status(seg)
         case .scan?: answer = scan(seg, request)
         case .object?: answer = object(seg, request)
+        case .retention?: answer = retention(seg, request)
         case .begin?: answer = begin(seg, request, position: position)
         case .growth?: answer = growth(seg, request)
         case .end?:
@@ -130,9 +131,22 @@ final class ControlChannel {
     static let scanMaxBytes: UInt64 = 1 << 30
     static let scanMaxNanoseconds: UInt64 = 20_000_000_000
 
-    private func scan(_ seg: Segment, _ request: ControlRequest) -> Result<String, ControlProtocolError> {
-        guard var tracker = seg.control.tracker else {
-            return .failure(ControlProtocolError("not tracking this process: record with --leaks"))
+    /// What one stop of the program captured: the live blocks (by address), the scan's
+    /// verdict arrays and figures, and the reference graph (nil when dropped; `graphNote` says why).
+    private struct Capture {
+        var blocks: [LiveTracker.Entry]
+        var addresses: [UInt64]
+        var marked: [UInt8]
+        var owners: [UInt64]
+        var result: hg_scan_result
+        var graph: ReferenceGraphRecord?
+        var graphNote: String?
+    }
+
+    /// The tracker whose blocks a scan of `seg` covers (a followed fork child's inherited heap).
+    private func scanTracker(_ seg: Segment, refusal: String) -> Result<LiveTracker, ControlProtocolError> {
+        guard let tracker = seg.control.tracker else {
+            return .failure(ControlProtocolError(refusal))
         }
         if seg.origin == .fork {
             // A forked child's own tracker does not know the blocks it inherited;
@@ -145,19 +159,25 @@ final class ControlChannel {
             guard seg.raw.pointee.parent_fork_id != 0 else {
                 return .failure(ControlProtocolError("no leak scan in a child started by a raw clone(): the blocks it inherited are unknown"))
             }
-            tracker = heap
+            return .success(heap)
         }
-        let blocks = tracker.liveBlocks()
+        return .success(tracker)
+    }
+
+    /// Stops the program's threads and takes the reference graph (and the reachability marks)
+    /// of `tracker`'s live blocks: the one capture path of `scan` and `retention`. Writes nothing
+    /// to the trace; fails (with the diagnostic on standard error) rather than give a partial graph.
+    private func capture(_ seg: Segment, tracker: LiveTracker, requesterSP: UInt64, judge: Bool,
+                         trigger: ReferenceGraphRecord.Trigger) -> Result<Capture, ControlProtocolError> {
+        var blocks: [LiveTracker.Entry] = []
+        blocks.reserveCapacity(tracker.count)
+        tracker.forEachBlock { blocks.append($0) }
+        blocks.sort { $0.address < $1.address }
         let addresses = blocks.map(\.address)
         let sizes = blocks.map(\.size)
         var marked = [UInt8](repeating: 0, count: blocks.count)
         var owners = [UInt64](repeating: 0, count: blocks.count)
         var result = hg_scan_result()
-        // The requester's stack pointer bounds its stack when the threads cannot be stopped.
-        let requesterSP = request.address("sp") ?? 0
-        // Every scan takes the reference graph too; `"judge":false` (--retention alone,
-        // --retention-at) writes only the graph, no verdict on leaks.
-        let judge = request.fields["judge"] != .bool(false)
         var graph = hg_graph()
         graph.max_edges = Self.graphMaxEdges
         _ = hg_leak_scan_graph(seg.pid, addresses, sizes, blocks.count, &marked, &owners, Self.scanMaxBytes,
@@ -181,20 +201,42 @@ final class ControlChannel {
                                   : "warning: \(why); no reference graph is recorded")
             return .failure(ControlProtocolError(why))
         }
-        var graphNote: String?
+        var out = Capture(blocks: blocks, addresses: addresses, marked: marked, owners: owners, result: result)
         if graph.dropped != 0 {
             let why = graph.dropped == 1 ? "more than \(Self.graphMaxEdges) references" : "out of memory"
-            graphNote = "the reference graph of process \(seg.pid) was dropped: \(why)"
-            printDiagnostic("warning: \(graphNote!); no retention paths for this scan")
+            out.graphNote = "the reference graph of process \(seg.pid) was dropped: \(why)"
+            printDiagnostic("warning: \(out.graphNote!); no retention paths for this scan")
         } else {
-            let trigger: ReferenceGraphRecord.Trigger
-            if let label = request.fields["retention"]?.string { trigger = .mark(label) }
-            else if request.fields["exit"] == .bool(true) { trigger = .exit }
-            else { trigger = .request }
             var record = Self.graphRecord(graph, blocks: addresses, trigger: trigger, result: result)
             record.fieldNames = classFields(seg, types: tracker.liveTypes())
-            seg.writer.referenceGraph(record)
+            out.graph = record
         }
+        return .success(out)
+    }
+
+    private func scan(_ seg: Segment, _ request: ControlRequest) -> Result<String, ControlProtocolError> {
+        let tracker: LiveTracker
+        switch scanTracker(seg, refusal: "not tracking this process: record with --leaks") {
+        case .success(let t): tracker = t
+        case .failure(let e): return .failure(e)
+        }
+        // The requester's stack pointer bounds its stack when the threads cannot be stopped.
+        let requesterSP = request.address("sp") ?? 0
+        // Every scan takes the reference graph too; `"judge":false` (--retention alone,
+        // --retention-at) writes only the graph, no verdict on leaks.
+        let judge = request.fields["judge"] != .bool(false)
+        let trigger: ReferenceGraphRecord.Trigger
+        if let label = request.fields["retention"]?.string { trigger = .mark(label) }
+        else if request.fields["exit"] == .bool(true) { trigger = .exit }
+        else { trigger = .request }
+        let captured: Capture
+        switch capture(seg, tracker: tracker, requesterSP: requesterSP, judge: judge, trigger: trigger) {
+        case .success(let c): captured = c
+        case .failure(let e): return .failure(e)
+        }
+        if let record = captured.graph { seg.writer.referenceGraph(record) }
+        let blocks = captured.blocks, addresses = captured.addresses, marked = captured.marked
+        let owners = captured.owners, result = captured.result, graphNote = captured.graphNote
         guard judge else {
             var answer = ControlAnswerText.Scan(
                 unreachable: 0, indirect: 0, live: blocks.count,
@@ -331,6 +373,34 @@ final class ControlChannel {
                 previousMark: tracker.markLabel(Int(entry.generation) - 1), stack: entry.stack)
         }
         return responder.objectAnswer(facts, segment: view(seg))
+    }
+
+    /// `retention`: the same stop and capture as a `"judge":false` scan, but the graph is handed
+    /// to the responder (the shortest path to the block) instead of written to the trace: a
+    /// failing test asks once per object, and a whole-heap graph per question would swell the trace.
+    private func retention(_ seg: Segment, _ request: ControlRequest) -> Result<String, ControlProtocolError> {
+        guard let address = request.address("address") else {
+            return .failure(ControlProtocolError("\"address\" must be a \"0x…\" string"))
+        }
+        let tracker: LiveTracker
+        switch scanTracker(seg, refusal: "not tracking this process: send {\"op\":\"track\"} first") {
+        case .success(let t): tracker = t
+        case .failure(let e): return .failure(e)
+        }
+        guard let responder else { return .failure(.unanswerable("retention")) }
+        let captured: Capture
+        switch capture(seg, tracker: tracker, requesterSP: request.address("sp") ?? 0, judge: false, trigger: .request) {
+        case .success(let c): captured = c
+        case .failure(let e): return .failure(e)
+        }
+        guard let graph = captured.graph else {
+            return .failure(ControlProtocolError(captured.graphNote ?? "no reference graph"))
+        }
+        var facts = ControlRetentionFacts(
+            address: address, graph: graph,
+            blocks: captured.blocks.map { .init(size: $0.size, stack: $0.stack, type: $0.type) })
+        facts.requesterTid = request.fields["tid"]?.integer(in: 0...Int(UInt32.max)).map { UInt32($0) } ?? 0
+        return responder.retentionAnswer(facts, segment: view(seg))
     }
 
     private func begin(_ seg: Segment, _ request: ControlRequest, position: UInt64)

@@ -51,6 +51,27 @@ package struct ControlObjectFacts {
     }
 }
 
+/// What the collector captured for the `retention` answer: the reference graph of the live
+/// heap (threads stopped, as a `"judge":false` scan takes it) and, per graph block, its stack
+/// and type id.
+package struct ControlRetentionFacts {
+    /// The address asked about (any address inside a live block).
+    package var address: UInt64
+    /// The graph, its blocks sorted by address, Swift stored properties in `fieldNames`.
+    package var graph: ReferenceGraphRecord
+    /// Per block of `graph.blocks` (same order).
+    package var blocks: [Block]
+    /// The asking thread (the request's `tid`; 0: not given). Its stack and registers are
+    /// roots of last resort: it usually holds stale copies of the object it just let go.
+    package var requesterTid: UInt32 = 0
+
+    package struct Block {
+        package var size: UInt64
+        package var stack: UInt32
+        package var type: UInt32
+    }
+}
+
 /// A growth session as the collector ends it.
 package struct ControlGrowthSession {
     package var analysis: any GrowthAnalysis
@@ -64,6 +85,9 @@ package protocol ControlResponder: AnyObject {
     func makeGrowthAnalysis(options: GrowthOptions) -> any GrowthAnalysis
     /// The complete `object` answer text.
     func objectAnswer(_ facts: ControlObjectFacts, segment: ControlSegmentView) -> Result<String, ControlProtocolError>
+    /// The complete `retention` answer text: the shortest path from a root to the block
+    /// containing `facts.address`, each step named, and its reference cycle if any.
+    func retentionAnswer(_ facts: ControlRetentionFacts, segment: ControlSegmentView) -> Result<String, ControlProtocolError>
     /// The complete `growth` answer text for a session (already ended unless `keep`).
     func growthAnswer(_ session: ControlGrowthSession, segment: ControlSegmentView) -> Result<String, ControlProtocolError>
 }

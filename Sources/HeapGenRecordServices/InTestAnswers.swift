@@ -32,7 +32,7 @@ final class InTestAnswers: ControlResponder {
     /// Created on the first answer that needs frames.
     private var symbolizerStorage: Symbolizer?
 
-    private var symbolizer: Symbolizer {
+    var symbolizer: Symbolizer {
         if let symbolizerStorage { return symbolizerStorage }
         let made = Symbolizer()
         symbolizerStorage = made
@@ -65,7 +65,7 @@ final class InTestAnswers: ControlResponder {
         return Self.encode(answer)
     }
 
-    private static func encode<T: Encodable>(_ value: T) -> Result<String, ControlProtocolError> {
+    static func encode<T: Encodable>(_ value: T) -> Result<String, ControlProtocolError> {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {

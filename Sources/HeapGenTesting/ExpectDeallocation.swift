@@ -1,5 +1,6 @@
 import Foundation
 import HeapGen
+import CHeapGenTestingStart
 import HeapGenControlProtocol
 
 extension HeapGen {
@@ -25,8 +26,11 @@ extension HeapGen {
     /// runs, so teardown work queued there still happens.
     ///
     /// On failure the message gives the object's type, size, generation (marks seen since
-    /// tracking began, with the closing mark's label) and its allocation stack from the
-    /// first frame in your code.
+    /// tracking began, with the closing mark's label), what holds it (`held by:` the shortest
+    /// path from a root such as a static, through stored properties, to the object; `cycle:`
+    /// when it sits in a reference cycle) and its allocation stack from the first frame in
+    /// your code. The path comes from a scan of the heap with the program's threads stopped
+    /// (the collector's `retention` op); when that fails the message says why in one line.
     ///
     /// Needs heapgen (`heapgen run -- .build/debug/<Package>PackageTests.xctest`); the
     /// collector tracks the test binary from start-up (a constructor in HeapGenTesting asks
@@ -71,7 +75,11 @@ extension HeapGen {
 final class DeallocationWatch {
     static let pollInterval = 0.020
 
-    let address: UInt
+    /// The object's address, bits inverted: the collector's reachability scan reads this
+    /// watch's memory conservatively, and a plain copy would look like a reference to the
+    /// object (then the retention path would name the watch itself).
+    private let hiddenAddress: UInt
+    var address: UInt { ~hiddenAddress }
     let site: CallSite
     let clock = ContinuousClock()
     let start: ContinuousClock.Instant
@@ -80,7 +88,7 @@ final class DeallocationWatch {
     var last: ControlObjectAnswer
 
     private init(address: UInt, site: CallSite, first: ControlObjectAnswer) {
-        self.address = address
+        self.hiddenAddress = ~address
         self.site = site
         self.start = clock.now
         self.first = first
@@ -124,6 +132,54 @@ final class DeallocationWatch {
         ControlRequestText.object(address: address)
     }
 
+    /// The `retention` request, built in a frame of its own that has returned before the
+    /// request is sent: the asking thread's stack (from its stack pointer up) holds no plain
+    /// copy of the address then. `tid` makes the collector prefer any other root over this
+    /// thread's (the caller's frames may still hold stale copies of the object).
+    @inline(never)
+    static func retentionRequest(hidden: UInt) -> String {
+        var text = ControlRequestText.retention(address: ~hidden)
+        text.removeLast()
+        return text + ",\"tid\":\(hg_testing_thread_id())}"
+    }
+
+    /// The lines the failure adds about what holds the object (`held by: …`, `cycle: …`), or
+    /// one line saying why the collector could not tell.
+    func retentionLines() -> String {
+        let answer: ControlRetentionAnswer
+        do {
+            answer = try ControlClient.ask(Self.retentionRequest(hidden: hiddenAddress), as: ControlRetentionAnswer.self)
+        } catch {
+            return "\n  held by: unknown (\(error))"
+        }
+        return Self.retentionText(answer)
+    }
+
+    /// `held by:` and `cycle:` lines of a `retention` answer.
+    static func retentionText(_ answer: ControlRetentionAnswer) -> String {
+        var out = ""
+        if !answer.live {
+            out += "\n  held by: unknown (the collector found no live block there when it looked)"
+        } else if let path = answer.path, !path.isEmpty, answer.askingThreadOnly == true {
+            // Only this test's own thread reaches it: a variable the caller still has, or a
+            // stale copy of the address in a frame (the scan is conservative).
+            let why = answer.cycle != nil ? "its reference cycle, and " : ""
+            out += "\n  held by: \(why)only the test's own thread (a variable of the caller, or a stale copy of its address): "
+                + ControlRetentionAnswer.text(path)
+        } else if let path = answer.path, !path.isEmpty {
+            out += "\n  held by: " + ControlRetentionAnswer.text(path)
+        } else if answer.cycle != nil {
+            out += "\n  held by: its reference cycle only (no root reaches it)"
+        } else {
+            out += "\n  held by: nothing the scan could see (no root reaches it: a reference the scan cannot read, or one dropped since)"
+        }
+        if let cycle = answer.cycle, let first = cycle.first {
+            // The cycle's last block holds the first: name it again to close the loop.
+            out += "\n  cycle: " + ControlRetentionAnswer.text(cycle) + " → " + first.name
+        }
+        return out
+    }
+
     /// Seconds to wait before the next question, or nil once the deadline has passed.
     func nextWait(timeout: Duration) -> Double? {
         let elapsed = clock.now - start
@@ -148,6 +204,9 @@ final class DeallocationWatch {
     }
 
     func reportAlive(timeout: Duration) {
+        // Asked first, while this frame has not yet formatted the raw address (a stale copy
+        // on the asking thread's stack would look like a holder).
+        let held = retentionLines()
         let a = last
         let type = a.typeName ?? "object"
         var out = "heapgen: \(type) at 0x\(String(address, radix: 16)) is still alive \(timeout) after expectDeallocation"
@@ -158,6 +217,7 @@ final class DeallocationWatch {
             else if let previous = a.previousMark { out += " (after mark \"\(previous)\")" }
             else { out += " (before any mark)" }
         }
+        out += held
         out += "\n  allocated at:"
         out += FrameText.lines(a.frames ?? [], from: a.userFrame, count: 5, indent: "    ")
         out += "\n  Something still holds a strong reference: a closure capturing it, an observer, a registry, or the caller."

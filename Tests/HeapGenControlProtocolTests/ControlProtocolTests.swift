@@ -150,4 +150,41 @@ final class ControlProtocolTests: XCTestCase {
         XCTAssertEqual(back.allocation, 7)
         XCTAssertEqual(back.address, "0x10")
     }
+
+    /// `retention`: the request text, and the answer written with the type that reads it back
+    /// (steps with and without fields, a cycle, nil members left out); a bad step is refused.
+    func testRetentionRoundTrip() throws {
+        XCTAssertEqual(ControlRequestText.retention(address: 0xabc), #"{"op":"retention","address":"0xabc"}"#)
+        let request = try parse(#"{"op":"retention","address":"0xabc","tid":42}"#)
+        XCTAssertEqual(request.op, .retention)
+        XCTAssertEqual(request.address("address"), 0xabc)
+
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let dead = ControlRetentionAnswer(address: "0x1")
+        XCTAssertEqual(String(decoding: try encoder.encode(dead), as: UTF8.self),
+                       #"{"address":"0x1","live":false,"ok":true,"op":"retention","reachable":false}"#)
+
+        let path = [ControlRetentionStep(kind: "root", name: "static M.EventBus.shared", detail: "app"),
+                    ControlRetentionStep(kind: "block", name: "M.EventBus", field: "subscribers"),
+                    ControlRetentionStep(kind: "block", name: "block from EventBus.subscribe(_:)", field: "+0x28"),
+                    ControlRetentionStep(kind: "block", name: "M.ProfileViewModel", detail: "init(), a.swift:3")]
+        let cycle = [ControlRetentionStep(kind: "block", name: "M.Parent", field: "child"),
+                     ControlRetentionStep(kind: "block", name: "M.Child", field: "parent")]
+        let live = ControlRetentionAnswer(address: "0x10", live: true, reachable: true, path: path, cycle: cycle)
+        let text = String(decoding: try encoder.encode(live), as: UTF8.self)
+        XCTAssertTrue(text.hasPrefix(#"{"address":"0x10","cycle":[{"field":"child","kind":"block","name":"M.Parent"}"#), text)
+        let back = try ControlRetentionAnswer(json: JSONReader.parse(text))
+        XCTAssertEqual(back, live)
+        XCTAssertEqual(ControlRetentionAnswer.text(back.path!),
+                       "static M.EventBus.shared → M.EventBus.subscribers → block from EventBus.subscribe(_:)+0x28 → M.ProfileViewModel")
+
+        var only = live
+        only.askingThreadOnly = true
+        only.cycle = nil
+        XCTAssertEqual(try ControlRetentionAnswer(json: JSONReader.parse(String(decoding: try encoder.encode(only), as: UTF8.self))), only)
+
+        XCTAssertThrowsError(try ControlRetentionAnswer(json: JSONReader.parse(#"{"ok":true,"reachable":true,"path":[{"kind":"root"}]}"#)))
+        XCTAssertThrowsError(try ControlRetentionAnswer(json: JSONReader.parse(#"{"ok":true}"#)))
+    }
 }

@@ -61,6 +61,64 @@ final class ControlChannelTests: XCTestCase {
         XCTAssertEqual(status["rejected"] as? Int, 0)
     }
 
+    /// `retention` from C: the path from a global through a block (by offset: C has no stored
+    /// property names) to the block containing the address, a pair held only by each other
+    /// (and the asking thread's stale locals) with its cycle, a freed block, and the refusal
+    /// before tracking.
+    func testRetentionNamesThePathAndTheCycle() throws {
+        let heapgen = try TestPaths.heapgen()
+        let fixture = try Run.compileC("control.c")
+        let trace = TestPaths.scratch + "/retention.trace"
+        let result = try Run.run(heapgen, ["record", "--output", trace, "--", fixture, "retention"], timeout: 120)
+        XCTAssertEqual(result.status, 0, result.transcript)
+        let a = answers(result)
+
+        let untracked = try json(try XCTUnwrap(a["RUNTRACKED"], result.transcript).json)
+        XCTAssertEqual(untracked["ok"] as? Bool, false)
+        XCTAssertTrue((untracked["error"] as? String ?? "").contains("not tracking"), result.transcript)
+
+        let held = try json(try XCTUnwrap(a["HELD"], result.transcript).json)
+        XCTAssertEqual(held["ok"] as? Bool, true, result.transcript)
+        XCTAssertEqual(held["op"] as? String, "retention")
+        XCTAssertEqual(held["live"] as? Bool, true)
+        XCTAssertEqual(held["reachable"] as? Bool, true, result.transcript)
+        XCTAssertNil(held["cycle"])
+        XCTAssertNil(held["askingThreadOnly"])
+        let path = try XCTUnwrap(held["path"] as? [[String: Any]], result.transcript)
+        XCTAssertEqual(path.count, 3, result.transcript)
+        XCTAssertEqual(path.first?["kind"] as? String, "root")
+        let root = path.first?["name"] as? String ?? ""
+        XCTAssertTrue(root == "g_holder" || root.hasPrefix("global control"), result.transcript)
+        XCTAssertEqual(path[1]["name"] as? String, "block from make_block", result.transcript)
+        XCTAssertEqual(path[1]["field"] as? String, "+0x8", result.transcript)
+        XCTAssertEqual(path[2]["name"] as? String, "block from make_block")
+        XCTAssertNil(path[2]["field"])
+
+        let pair = try json(try XCTUnwrap(a["PAIR"], result.transcript).json)
+        XCTAssertEqual(pair["live"] as? Bool, true, result.transcript)
+        let cycle = try XCTUnwrap(pair["cycle"] as? [[String: Any]], result.transcript)
+        XCTAssertEqual(cycle.count, 2, result.transcript)
+        XCTAssertEqual(cycle.map { $0["field"] as? String }, ["+0x0", "+0x0"], result.transcript)
+        // Only main's stale locals could reach it, and they are named as the asking thread's.
+        if pair["reachable"] as? Bool == true {
+            XCTAssertEqual(pair["askingThreadOnly"] as? Bool, true, result.transcript)
+        }
+
+        // 21 steps (the global, 20 blocks): 6 blocks at each end, the middle one elided step.
+        let long = try json(try XCTUnwrap(a["LONG"], result.transcript).json)
+        let longPath = try XCTUnwrap(long["path"] as? [[String: Any]], result.transcript)
+        XCTAssertEqual(longPath.count, 1 + 6 + 1 + 6, result.transcript)
+        XCTAssertEqual(longPath[7]["kind"] as? String, "elided", result.transcript)
+        XCTAssertEqual(longPath[7]["name"] as? String, "… 8 more blocks …", result.transcript)
+        XCTAssertEqual(longPath.last?["kind"] as? String, "block")
+
+        let gone = try json(try XCTUnwrap(a["GONE"], result.transcript).json)
+        XCTAssertEqual(gone["ok"] as? Bool, true, result.transcript)
+        XCTAssertEqual(gone["live"] as? Bool, false)
+        XCTAssertEqual(gone["reachable"] as? Bool, false)
+        XCTAssertNil(gone["path"])
+    }
+
     func testMalformedRequestsGetErrorsAndTheCollectorCarriesOn() throws {
         let heapgen = try TestPaths.heapgen()
         let fixture = try Run.compileC("control.c")

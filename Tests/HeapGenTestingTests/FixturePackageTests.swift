@@ -104,6 +104,27 @@ final class FixturePackageTests: XCTestCase {
         XCTAssertTrue(retained.text.contains("allocated in generation"), retained.text)
         XCTAssertTrue(retained.text.contains("testRetainedObjectFails() (XCTestCases.swift:21)"), retained.text)
 
+        // The object's own closure holds it: the failure shows that cycle.
+        XCTAssertTrue(retained.text.contains("\n  cycle: FixtureTests.LeakyViewModel.onUpdate → "), retained.text)
+
+        // Why it is alive: the singleton's static, its stored property, the closure array.
+        let held = try XCTUnwrap(cases["RetentionPathTests.testHeldBySingletonClosureFails"], result.transcript)
+        XCTAssertEqual(held.state, "failed", held.text)
+        XCTAssertTrue(held.text.contains("FixtureTests.ProfileViewModel at 0x"), held.text)
+        let heldBy = try XCTUnwrap(held.text.split(separator: "\n").first { $0.contains("held by: ") }, held.text)
+        XCTAssertTrue(heldBy.contains("EventBus.shared → FixtureTests.EventBus.subscribers → "), held.text)
+        XCTAssertTrue(heldBy.hasSuffix("→ FixtureTests.ProfileViewModel"), held.text)
+        XCTAssertFalse(held.text.contains("cycle: "), held.text)
+
+        let pair = try XCTUnwrap(cases["RetentionPathTests.testParentChildCycleFails"], result.transcript)
+        XCTAssertEqual(pair.state, "failed", pair.text)
+        XCTAssertTrue(pair.text.contains("cycle: FixtureTests.Parent.child → FixtureTests.Child.parent → FixtureTests.Parent"),
+                      pair.text)
+        // Nothing real reaches the pair; what the conservative scan still finds depends on the
+        // run (the test's own stale locals alone, or a stale copy of a reused address in an
+        // earlier test's block), so only the line itself is checked.
+        XCTAssertTrue(pair.text.contains("\n  held by: "), pair.text)
+
         let released = try XCTUnwrap(cases["ExpectDeallocationTests.testReleasedObjectPasses"], result.transcript)
         XCTAssertEqual(released.state, "passed", released.text)
 
@@ -124,13 +145,14 @@ final class FixturePackageTests: XCTestCase {
         let cases = Self.cases(result.stdout + result.stderr)
         let names = ["ExpectNoGrowthTests.testLeakyCycleFails", "ExpectNoGrowthTests.testCleanCyclePasses",
                      "ExpectDeallocationTests.testRetainedObjectFails", "ExpectDeallocationTests.testReleasedObjectPasses",
-                     "ScopeTests.testScopeCleanFirst", "ScopeTests.testScopeLeaks", "ScopeTests.testScopeCleanLast"]
+                     "ScopeTests.testScopeCleanFirst", "ScopeTests.testScopeLeaks", "ScopeTests.testScopeCleanLast",
+                     "RetentionPathTests.testHeldBySingletonClosureFails", "RetentionPathTests.testParentChildCycleFails"]
         for name in names {
             let c = try XCTUnwrap(cases[name], "\(name) did not run\n\(result.transcript)")
             XCTAssertEqual(c.state, "skipped", "\(name)\n\(c.text)")
             XCTAssertTrue(c.text.contains("needs the program to run under heapgen: heapgen run -- "), "\(name)\n\(c.text)")
         }
-        XCTAssertTrue(result.stdout.contains("with 7 tests skipped and 0 failures"), result.transcript)
+        XCTAssertTrue(result.stdout.contains("with 9 tests skipped and 0 failures"), result.transcript)
     }
 
     func testSwiftTestingRecordsIssuesAndSkipsWithoutHeapgen() throws {

@@ -19,6 +19,11 @@ extern "C" {
  * process is not traced), another negative errno if the request failed. */
 long hg_testing_start_result(void);
 
+/* The calling thread's kernel id (gettid; Swift cannot call the variadic
+ * syscall() and older glibc has no gettid()): the retention request names the
+ * asking thread so its own stale stack slots count as roots of last resort. */
+long hg_testing_thread_id(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,13 +4,17 @@
  *   control malformed garbage, bad JSON, huge and oversized requests, then ping
  *   control latency N round trips of ping and object (prints µs)
  *   control untraced  what heapgen_control says without heapgen
+ *   control retention why blocks are alive: one held by a global through another
+ *                     block, a pair holding each other, a freed one
  *
  * Each answer is printed as "<tag> <rc> <json>" on one line. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 #include "heapgen.h"
 
 static char answer[1 << 20];
@@ -40,6 +44,11 @@ __attribute__((noinline)) static void *make_block(size_t n)
     memset(p, 1, n);
     return p;
 }
+
+/* The root of the retention case: a global holding a block that holds the target at +0x8. */
+void **g_holder;
+/* A list of 20 blocks: its last one's path is too long to give whole. */
+void **g_list;
 
 int main(int argc, char **argv)
 {
@@ -108,6 +117,40 @@ int main(int argc, char **argv)
         double t2 = now_us();
         printf("LATENCY ping %.1f us object %.1f us (n=%d)\n", (t1 - t0) / n, (t2 - t1) / n, n);
         free(p);
+    } else if (strcmp(mode, "retention") == 0) {
+        long tid = syscall(SYS_gettid);
+        snprintf(req, sizeof req, "{\"op\":\"retention\",\"address\":\"0x10\"}");
+        ask("RUNTRACKED", req);
+        ask("TRACK", "{\"op\":\"track\"}");
+        g_holder = make_block(32);
+        memset(g_holder, 0, 32);
+        g_holder[1] = make_block(48);
+        /* an address inside the target names the target */
+        snprintf(req, sizeof req, "{\"op\":\"retention\",\"address\":\"%p\",\"tid\":%ld}",
+                 (void *)((char *)g_holder[1] + 8), tid);
+        ask("HELD", req);
+        void **a = make_block(16), **b = make_block(16);
+        memset(a, 0, 16);
+        memset(b, 0, 16);
+        a[0] = b;
+        b[0] = a;
+        snprintf(req, sizeof req, "{\"op\":\"retention\",\"address\":\"%p\",\"tid\":%ld}", (void *)a, tid);
+        a = b = NULL;
+        ask("PAIR", req);
+        void **tail = NULL;
+        for (int i = 0; i < 20; i++) {
+            void **node = make_block(16);
+            memset(node, 0, 16);
+            if (tail) tail[0] = node; else g_list = node;
+            tail = node;
+        }
+        snprintf(req, sizeof req, "{\"op\":\"retention\",\"address\":\"%p\",\"tid\":%ld}", (void *)tail, tid);
+        tail = NULL;
+        ask("LONG", req);
+        void *gone = make_block(40);
+        snprintf(req, sizeof req, "{\"op\":\"retention\",\"address\":\"%p\"}", gone);
+        free(gone);
+        ask("GONE", req);
     } else {
         ask("UNTRACED", "{\"op\":\"ping\"}");
     }

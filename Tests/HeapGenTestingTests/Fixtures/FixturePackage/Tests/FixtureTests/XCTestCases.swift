@@ -29,3 +29,18 @@ final class ExpectDeallocationTests: XCTestCase {
         try HeapGen.expectDeallocation(model.take()!, within: .seconds(2))
     }
 }
+
+final class RetentionPathTests: XCTestCase {
+    func testHeldBySingletonClosureFails() throws {
+        var model: ProfileViewModel? = ProfileViewModel()
+        model!.start()
+        try HeapGen.expectDeallocation(model.take()!, within: .milliseconds(300))
+    }
+
+    func testParentChildCycleFails() throws {
+        var parent: Parent? = Parent()
+        parent!.child = Child()
+        parent!.child!.parent = parent
+        try HeapGen.expectDeallocation(parent.take()!, within: .milliseconds(300))
+    }
+}
