@@ -216,7 +216,9 @@ public enum TextReport {
             if !lines.isEmpty { lines.append("") }
             lines.append(style.red("Leaked: \(HumanUnits.plural(leaked.count, "site")) unreachable at exit"))
             lines += growthFindings(leaked, style)
-            if let summary = Report.Finding.leakSummary(leaked) { lines.append("  SUMMARY: heapgen: " + summary) }
+            // LSan's total: every leaked finding outside the scopes, those shown under a holder too.
+            let allLeaked = r.findings.filter { $0.scope == nil && $0.kind == .leaked }
+            if let summary = Report.Finding.leakSummary(allLeaked) { lines.append("  SUMMARY: heapgen: " + summary) }
         }
         if !inLibraries.isEmpty {
             if !lines.isEmpty { lines.append("") }
@@ -371,13 +373,7 @@ public enum TextReport {
             detail += "   leaked: \(HumanUnits.plural(blocks, "block")), \(HumanUnits.bytes(f.leakedBytes ?? 0))"
         }
         lines.append(detail)
-        // LeakSanitizer's split, its words: "Direct leak of 24 byte(s) in 1 object(s)".
-        if let blocks = f.directBlocks, blocks > 0 {
-            lines.append("     Direct leak of \(f.directBytes ?? 0) byte(s) in \(blocks) object(s)")
-        }
-        if let blocks = f.indirectBlocks, blocks > 0 {
-            lines.append("     Indirect leak of \(f.indirectBytes ?? 0) byte(s) in \(blocks) object(s)")
-        }
+        lines += leakSplitLines(f, indent: "     ")
         lines += stack(f.frames, from: f.userFrame, style)
         if let n = f.stackTruncatedAt {
             lines.append(style.dim("     " + StackCompleteness.truncated(frames: n)))
@@ -389,6 +385,19 @@ public enum TextReport {
     /// The report whose held findings `retentionLines` lists (set while rendering findings).
     /// A task-local, so concurrent renderings never see each other's report.
     @TaskLocal static var heldContext: Report?
+
+    /// LeakSanitizer's split, its words: "Direct leak of 24 byte(s) in 1 object(s)". Printed for
+    /// every leaked finding, held ones included, so the lines add up as LSan's do.
+    static func leakSplitLines(_ f: Report.Finding, indent: String) -> [String] {
+        var lines: [String] = []
+        if let blocks = f.directBlocks, blocks > 0 {
+            lines.append(indent + "Direct leak of \(f.directBytes ?? 0) byte(s) in \(blocks) object(s)")
+        }
+        if let blocks = f.indirectBlocks, blocks > 0 {
+            lines.append(indent + "Indirect leak of \(f.indirectBytes ?? 0) byte(s) in \(blocks) object(s)")
+        }
+        return lines
+    }
 
     /// "Why is it alive": the path holding the finding, its cycle, what it retains and the
     /// findings it holds (one line each, indented).
@@ -423,6 +432,7 @@ public enum TextReport {
             if let u = h.userFrameValue { line += " (\(RetentionNames.site(u)))" }
             line += ": \(HumanUnits.plural(objects, "object")), \(HumanUnits.bytes(bytes)) (\(why))"
             lines.append(line)
+            lines += leakSplitLines(h, indent: "         ")
         }
         return lines
     }
