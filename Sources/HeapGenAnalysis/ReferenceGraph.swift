@@ -30,9 +30,14 @@ public struct ReferenceGraph: Sendable {
     public struct RootEdge: Hashable, Sendable {
         public var rootID: Int
         public var to: UInt32
-        public init(rootID: Int, to: UInt32) {
+        /// The root is a library's (a global of libc, the Swift runtime...): a path from it counts
+        /// as passing one library block, so a program's own global is preferred even when the
+        /// library's stale pointer is a shorter way in.
+        public var isLibrary: Bool
+        public init(rootID: Int, to: UInt32, isLibrary: Bool = false) {
             self.rootID = rootID
             self.to = to
+            self.isLibrary = isLibrary
         }
     }
 

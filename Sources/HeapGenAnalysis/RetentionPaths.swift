@@ -67,7 +67,8 @@ public struct RetentionPaths: Sendable {
         queue.reserveCapacity(n)
         for (i, r) in graph.roots.enumerated() {
             let v = Int(r.to)
-            if graph.isLibrary[v] {
+            // A library root counts as a library block on the path (once, with its target).
+            if graph.isLibrary[v] || r.isLibrary {
                 nextSeeds.append(Seed(node: r.to, parent: Self.fromRoot, link: UInt32(i), length: 1))
             } else if parentNode[v] == Self.unreached {
                 parentNode[v] = Self.fromRoot

@@ -34,7 +34,10 @@ extension InTestAnswers {
 
         let edges = record.edges.map { ReferenceGraph.Edge(from: $0.from, to: $0.to, offset: $0.offset) }
         let sizes = facts.blocks.map(\.size)
-        let allRoots = record.rootEdges.enumerated().map { ReferenceGraph.RootEdge(rootID: $0.offset, to: $0.element.to) }
+        let allRoots = record.rootEdges.enumerated().map {
+            ReferenceGraph.RootEdge(rootID: $0.offset, to: $0.element.to,
+                                    isLibrary: OwnCode.isLibraryRoot(record.roots[Int($0.element.region)]))
+        }
         // First without the asking thread's own stack and registers: the test that just let the
         // object go still has stale copies of its address there, and a one-step path from them
         // would hide the real holder. Only when nothing else reaches it is that thread named.

@@ -42,7 +42,10 @@ extension ReportBuilder {
         let graph = ReferenceGraph(
             sizes: g.sizes, isLibrary: isLibrary,
             edges: record.edges.map { ReferenceGraph.Edge(from: $0.from, to: $0.to, offset: $0.offset) },
-            roots: record.rootEdges.enumerated().map { ReferenceGraph.RootEdge(rootID: $0.offset, to: $0.element.to) })
+            roots: record.rootEdges.enumerated().map {
+                ReferenceGraph.RootEdge(rootID: $0.offset, to: $0.element.to,
+                                        isLibrary: OwnCode.isLibraryRoot(record.roots[Int($0.element.region)]))
+            })
 
         // Finding nodes: the blocks of each abandoned or leaked finding's sites, oldest first.
         var findingOfSite: [SiteID: Int] = [:]

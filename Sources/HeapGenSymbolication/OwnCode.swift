@@ -1,5 +1,6 @@
 // Which frames are the program's own code.
 
+import HeapGenTrace
 import Synchronization
 
 /// Decides which frame of an allocation stack is the first one in the *program's own
@@ -52,6 +53,13 @@ public enum OwnCode {
         let name = baseName(path)
         guard name.hasPrefix("lib") || name.hasPrefix("ld-"), name.contains(".so") else { return false }
         return systemDirectories.contains { path.hasPrefix($0) }
+    }
+
+    /// True if a reference-graph root belongs to a platform or system library: a global of a
+    /// module that is not the program's own. Stacks, registers and other regions are not.
+    public static func isLibraryRoot(_ region: ReferenceGraphRecord.RootRegion) -> Bool {
+        guard region.kind == .global, let path = region.modulePath else { return false }
+        return isRuntimeModule(path) || isSystemLibrary(path)
     }
 
     /// Names given with `--alloc-fn`: exact names, `prefix*` patterns.

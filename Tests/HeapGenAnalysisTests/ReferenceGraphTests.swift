@@ -79,6 +79,26 @@ final class ReferenceGraphTests: XCTestCase {
         XCTAssertEqual(q.libraryCount[t], 1)
     }
 
+    /// A library's global (libc's stdout holding a stale pointer, say) is a shorter way in than
+    /// the program's own global, but the program's own root is preferred, as its blocks are.
+    func testOwnRootIsPreferredToALibraryRoot() {
+        // Library root → T directly; own root → A → T.
+        let (a, t) = (0, 1)
+        let roots = [ReferenceGraph.RootEdge(rootID: 7, to: UInt32(t), isLibrary: true),
+                     ReferenceGraph.RootEdge(rootID: 8, to: UInt32(a))]
+        let g = ReferenceGraph(sizes: [16, 16], isLibrary: [false, false],
+                               edges: [ReferenceGraph.Edge(from: UInt32(a), to: UInt32(t), offset: 8)], roots: roots)
+        let p = RetentionPaths(graph: g)
+        XCTAssertEqual(nodes(p.path(to: t)), [a, t])
+        XCTAssertEqual(p.path(to: t)?.first, .root(rootID: 8, to: a))
+        XCTAssertEqual(p.libraryCount[t], 0)
+        // With no own way in, the library root is the answer, counted as one library step.
+        let h = ReferenceGraph(sizes: [16, 16], isLibrary: [false, false], edges: [], roots: roots)
+        let q = RetentionPaths(graph: h)
+        XCTAssertEqual(q.path(to: t)?.first, .root(rootID: 7, to: t))
+        XCTAssertEqual(q.libraryCount[t], 1)
+    }
+
     func testFewerLibraryNodesBeatsShorterThenShortestWins() {
         // Two routes through one library node each (lengths 3 and 5) and one through two
         // library nodes (length 2 after the root): the shorter one-library route wins.
