@@ -28,29 +28,21 @@ extension InTestAnswers {
         }
         let symbolication = StackSymbolication(symbolizer: symbolizer)
         let frames = symbolication.symbolicate(inputs, timeline: timeline).stacks.mapValues(\.frames)
-        var libraryStack: [UInt32: Bool] = [:]
-        for (id, f) in frames { libraryStack[id] = OwnCode.isLibraryOnly(f) }
-        let isLibrary = facts.blocks.map { $0.stack == 0 ? true : libraryStack[$0.stack] ?? true }
-
-        let edges = record.edges.map { ReferenceGraph.Edge(from: $0.from, to: $0.to, offset: $0.offset) }
         let sizes = facts.blocks.map(\.size)
-        let allRoots = record.rootEdges.enumerated().map {
-            ReferenceGraph.RootEdge(rootID: $0.offset, to: $0.element.to,
-                                    isLibrary: OwnCode.isLibraryRoot(record.roots[Int($0.element.region)]))
-        }
+        let stacks = facts.blocks.map { $0.stack == 0 ? nil : $0.stack }
         // First without the asking thread's own stack and registers: the test that just let the
         // object go still has stale copies of its address there, and a one-step path from them
         // would hide the real holder. Only when nothing else reaches it is that thread named.
-        let otherRoots = allRoots.filter { r in
-            let e = record.rootEdges[r.rootID]
-            guard facts.requesterTid != 0, Int(e.region) < record.roots.count else { return true }
+        let askingThread: (ReferenceGraphRecord.RootEdge) -> Bool = { e in
+            guard facts.requesterTid != 0, Int(e.region) < record.roots.count else { return false }
             let region = record.roots[Int(e.region)]
-            return region.tid != facts.requesterTid || (region.kind != .stack && region.kind != .registers)
+            return region.tid == facts.requesterTid && (region.kind == .stack || region.kind == .registers)
         }
-        var graph = ReferenceGraph(sizes: sizes, isLibrary: isLibrary, edges: edges, roots: otherRoots)
+        var graph = ReferenceGraph(record: record, sizes: sizes, stacks: stacks, frames: frames,
+                                   keepRoot: { !askingThread($0) })
         var shortest = RetentionPaths(graph: graph).path(to: target)
-        if shortest == nil && otherRoots.count != allRoots.count {
-            graph = ReferenceGraph(sizes: sizes, isLibrary: isLibrary, edges: edges, roots: allRoots)
+        if shortest == nil && record.rootEdges.contains(where: askingThread) {
+            graph = ReferenceGraph(record: record, sizes: sizes, stacks: stacks, frames: frames)
             shortest = RetentionPaths(graph: graph).path(to: target)
             if shortest != nil { answer.askingThreadOnly = true }
         }

@@ -35,17 +35,8 @@ extension ReportBuilder {
         var seen = Set<UInt32>()
         for s in g.stacks where s != RetentionGraph.unknown && seen.insert(s).inserted { stackIDs.append(s) }
         let frames = symbolication.symbolicate(stackIDs, of: analysis, trace: trace).stacks.mapValues(\.frames)
-        var libraryStack: [UInt32: Bool] = [:]
-        for (id, f) in frames { libraryStack[id] = OwnCode.isLibraryOnly(f) }
-        let isLibrary = g.stacks.map { $0 == RetentionGraph.unknown ? true : libraryStack[$0] ?? true }
-
-        let graph = ReferenceGraph(
-            sizes: g.sizes, isLibrary: isLibrary,
-            edges: record.edges.map { ReferenceGraph.Edge(from: $0.from, to: $0.to, offset: $0.offset) },
-            roots: record.rootEdges.enumerated().map {
-                ReferenceGraph.RootEdge(rootID: $0.offset, to: $0.element.to,
-                                        isLibrary: OwnCode.isLibraryRoot(record.roots[Int($0.element.region)]))
-            })
+        let graph = ReferenceGraph(record: record, sizes: g.sizes,
+                                   stacks: g.stacks.map { $0 == RetentionGraph.unknown ? nil : $0 }, frames: frames)
 
         // Finding nodes: the blocks of each abandoned or leaked finding's sites, oldest first.
         var findingOfSite: [SiteID: Int] = [:]
