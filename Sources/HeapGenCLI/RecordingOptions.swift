@@ -71,6 +71,11 @@ struct RecordingOptions<Command: QuietFlagHelp>: ParsableArguments {
         for label in retentionAt where label.isEmpty || label.utf8.count > 512 || label.contains("\n") {
             throw ValidationError("--retention-at takes a mark label of 1 to 512 bytes without a newline, not '\(label)'.")
         }
+        // The shim keeps the labels in a fixed 4 KiB buffer (no allocation in the target) and
+        // ignores a longer list: refuse it here rather than take no graph at all.
+        if retentionAt.reduce(0, { $0 + $1.utf8.count + 1 }) > 4095 {
+            throw ValidationError("--retention-at labels take at most 4,094 bytes together (each counts its length plus one).")
+        }
         if let ringSlots, !Recorder.validRingSlots(ringSlots) {
             throw ValidationError("--ring-slots must be a power of two between \(Recorder.minRingSlots) and \(Recorder.maxRingSlots).")
         }

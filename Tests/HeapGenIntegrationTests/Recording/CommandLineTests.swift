@@ -106,6 +106,9 @@ final class FaultTests: XCTestCase {
             ["record", "--ring-slots", "many", "--", "/bin/true"],
             ["record", "--mark-every", "0", "--", "/bin/true"],             // would mean "never"
             ["run", "--mark-every", "0ms", "--", "/bin/true"],
+            ["record", "--retention-at", "", "--", "/bin/true"],
+            // Nine 500-byte labels: more than the shim's 4 KiB list holds.
+            ["record"] + (0 ..< 9).flatMap { ["--retention-at", String(repeating: Character("\($0)"), count: 500)] } + ["--", "/bin/true"],
             ["info"],
             ["info", "a.trace", "--format", "xml"],
             ["no-such-subcommand"],
