@@ -95,10 +95,12 @@ struct DiffCommand: ParsableCommand {
         let differ = HeapDiffer(depth: depth)
         var diff: HeapDiff
         do {
-            if traces.count == 1 {
-                diff = try differ.diff(trace: traces[0], from: TracePoint(parsing: from!), to: TracePoint(parsing: to!))
-            } else {
-                diff = try differ.diff(base: traces[0], new: traces[1], at: at.map(TracePoint.init(parsing:)) ?? .finalSnapshot)
+            diff = try TerminalProgress.whileReadingTraces {
+                if traces.count == 1 {
+                    try differ.diff(trace: traces[0], from: TracePoint(parsing: from!), to: TracePoint(parsing: to!))
+                } else {
+                    try differ.diff(base: traces[0], new: traces[1], at: at.map(TracePoint.init(parsing:)) ?? .finalSnapshot)
+                }
             }
         } catch {
             throw pointOrTraceFailure(error)

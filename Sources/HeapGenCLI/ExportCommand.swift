@@ -74,7 +74,9 @@ struct ExportCommand: ParsableCommand {
         }
         let profile: HeapProfile
         do {
-            profile = try HeapProfile.load(trace: trace, at: at.map(TracePoint.init(parsing:)) ?? .end)
+            profile = try TerminalProgress.whileReadingTraces {
+                try HeapProfile.load(trace: trace, at: at.map(TracePoint.init(parsing:)) ?? .end)
+            }
         } catch {
             throw pointOrTraceFailure(error)
         }

@@ -99,6 +99,7 @@ struct RecordingOptions<Command: QuietFlagHelp>: ParsableArguments {
         options.retention = retention
         options.retentionAt = retentionAt
         options.storeSymbols = !noSymbols
+        if !self.quiet { options.progress = RecordingProgressLine.make() }
         return options
     }
 }

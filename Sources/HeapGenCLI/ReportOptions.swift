@@ -67,7 +67,9 @@ struct ReportOptions: ParsableArguments {
     /// - Throws: ``TraceError`` when the trace cannot be read.
     func makeReport(trace: String, otherTraces: [String] = [], notes: [String] = []) throws -> Report {
         allocationFunctions.apply()
-        var report = try ReportBuilder().build(tracePath: trace, options: analysisOptions, otherTraces: otherTraces)
+        var report = try TerminalProgress.whileReadingTraces {
+            try ReportBuilder().build(tracePath: trace, options: analysisOptions, otherTraces: otherTraces)
+        }
         report.notes += notes
         for salvaged in reportSalvagedTraces() {
             report.notes.append("The trace \(salvaged.file) is incomplete (\(salvaged.notice)): this report covers the records before the cut.")

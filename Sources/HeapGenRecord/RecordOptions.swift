@@ -47,6 +47,9 @@ public struct RecordOptions: Sendable {
     /// The traces are temporary (`heapgen run` removes them after its report): warnings name
     /// the process, not a file that will be gone.
     public var temporaryTraces: Bool = false
+    /// Told about four times a second how the recording is going (a progress line on a
+    /// terminal); nil: nobody is told. Called on the recording thread: keep it quick.
+    public var progress: (@Sendable (RecordingStatus) -> Void)?
 
     public init(program: String, arguments: [String] = [], output: String? = nil,
                 followFork: Bool = true, followExec: Bool = true, ringSlots: Int? = nil,

@@ -186,6 +186,29 @@ final class RecordingLoop {
         }
     }
 
+    private let startNanoseconds = monotonicNanoseconds()
+    private var lastProgress: UInt64 = 0
+
+    /// Tells ``RecordOptions/progress`` how far the recording is, at most 4 times a second.
+    /// `done`: the last call, once the loop has ended (the line can go).
+    private func reportProgress(done: Bool = false) {
+        guard let progress = options.progress else { return }
+        let now = monotonicNanoseconds()
+        guard done || now - lastProgress >= 250_000_000 else { return }
+        lastProgress = now
+        var status = RecordingStatus(elapsedNanoseconds: now - startNanoseconds, liveProcesses: live.count,
+                                     traces: live.count + finished.count, events: 0, bytesWritten: 0, done: done)
+        for seg in live {
+            status.events &+= seg.writer.eventCount
+            status.bytesWritten &+= seg.writer.bytesWritten
+        }
+        for trace in finished {
+            status.events &+= trace.events
+            status.bytesWritten &+= trace.bytes
+        }
+        progress(status)
+    }
+
     // MARK: - The loop
 
     func run() {
@@ -254,6 +277,7 @@ final class RecordingLoop {
 
             // 5. Collector marks (--mark-every, --settle) into the program's ring.
             produceTimedMarks()
+            reportProgress()
 
             // 5b. Signalled while the program runs: give it time to exit, then stop waiting.
             if rootStatus == nil, hg_signal_count() != 0 {
@@ -287,6 +311,7 @@ final class RecordingLoop {
             }
         }
         finishAwaited(force: true)
+        reportProgress(done: true)
         declineQueued()
         for (_, entry) in pids {
             close(entry.pidfd)

@@ -52,12 +52,17 @@ final class FileSource: ChunkSource {
     private var length = 0
     /// The buffer reached the end of the file.
     private var sawEOF = false
+    /// Told after each read (nil: nobody listens), with the file's size at open.
+    private let progress = TraceReadProgress.current
+    private let fileSize: UInt64
 
     static let readAhead = 1 << 20
 
     init(file: TraceFile, name: String) {
         self.file = file
         self.name = name
+        var info = stat()
+        fileSize = fstat(file.fd, &info) == 0 ? UInt64(max(info.st_size, 0)) : 0
         capacity = Self.readAhead
         storage = .allocate(byteCount: capacity, alignment: 16)
     }
@@ -96,6 +101,7 @@ final class FileSource: ChunkSource {
         }
         sawEOF = r < toRead
         length += r
+        progress?.read(path: name, offset: start &+ UInt64(length), size: fileSize)
         return UnsafeRawBufferPointer(start: storage, count: min(count, length))
     }
 }
