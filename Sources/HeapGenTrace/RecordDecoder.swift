@@ -63,25 +63,32 @@ struct RecordDecoder {
                 if stack != 0 && !stacks.contains(stack) {
                     throw c.corrupt("alloc uses stack \(stack), which is not defined", at: stackAt)
                 }
-                recent[Int(truncatingIfNeeded: compact.allocations) & CompactEventState.recentMask] = address
-                compact.allocations &+= 1
+                compact.noteAllocation(address, size: size)
                 events &+= 1
                 try body(.allocation(function: .malloc, address: address, size: size, stack: stack, type: 0))
 
-            case RecordTag.mallocReuse...(RecordTag.mallocReuse &+ 14):
-                let back = Int(tag &- RecordTag.mallocReuse)
-                guard back < compact.frees else {
-                    throw c.corrupt("malloc names the free \(back) frees back, but there were \(compact.frees)", at: start)
-                }
-                let address = compact.freed[(compact.frees &- 1 &- back) & 15]
+            case RecordTag.mallocReuse...(RecordTag.mallocReuseClass &+ 7):
                 let size = try c.varint()
+                let address: UInt64
+                if tag < RecordTag.mallocReuseClass {
+                    let back = Int(tag &- RecordTag.mallocReuse)
+                    guard back < compact.frees else {
+                        throw c.corrupt("malloc names the free \(back) frees back, but there were \(compact.frees)", at: start)
+                    }
+                    address = compact.freed[(compact.frees &- 1 &- back) & 15]
+                } else {
+                    let back = Int(tag &- RecordTag.mallocReuseClass)
+                    guard let sizeClass = TraceFormat.sizeClass(size), back < compact.classFrees[sizeClass] else {
+                        throw c.corrupt("malloc of \(size) bytes names the free \(back) frees of its size class back, which is not known (size classes: up to 1032 bytes)", at: start)
+                    }
+                    address = compact.classFreed[sizeClass &* 8 &+ ((compact.classFrees[sizeClass] &- 1 &- back) & 7)]
+                }
                 let stackAt = c.position
                 let stack = try c.varint32("stack id")
                 if stack != 0 && !stacks.contains(stack) {
                     throw c.corrupt("alloc uses stack \(stack), which is not defined", at: stackAt)
                 }
-                recent[Int(truncatingIfNeeded: compact.allocations) & CompactEventState.recentMask] = address
-                compact.allocations &+= 1
+                compact.noteAllocation(address, size: size)
                 events &+= 1
                 try body(.allocation(function: .malloc, address: address, size: size, stack: stack, type: 0))
 
@@ -125,8 +132,7 @@ struct RecordDecoder {
                 if type != 0 && !types.contains(type) {
                     throw c.corrupt("alloc uses type \(type), which is not defined", at: typeAt)
                 }
-                recent[Int(truncatingIfNeeded: compact.allocations) & CompactEventState.recentMask] = address
-                compact.allocations &+= 1
+                compact.noteAllocation(address, size: size)
                 events &+= 1
                 try body(.allocation(function: function, address: address, size: size, stack: stack, type: type))
 
@@ -158,8 +164,7 @@ struct RecordDecoder {
                 if type != 0 && !types.contains(type) {
                     throw c.corrupt("alloc uses type \(type), which is not defined", at: typeAt)
                 }
-                recent[Int(truncatingIfNeeded: compact.allocations) & CompactEventState.recentMask] = address
-                compact.allocations &+= 1
+                compact.noteAllocation(address, size: size)
                 events &+= 1
                 try body(.allocation(function: function, address: address, size: size, stack: stack, type: type))
 
@@ -371,10 +376,24 @@ final class CompactEventState {
     let freed: UnsafeMutablePointer<UInt64>
     var frees = 0
 
+    /// Sizes of the last 4096 allocations (beside `recent`), and per size class the last 8
+    /// addresses freed by a free of a recent allocation, and how many.
+    let recentSizes: UnsafeMutablePointer<UInt64>
+    let classFreed: UnsafeMutablePointer<UInt64>
+    let classFrees: UnsafeMutablePointer<Int>
+
     @inline(__always)
     func noteFree(_ address: UInt64) {
         freed[frees & 15] = address
         frees &+= 1
+    }
+
+    @inline(__always)
+    func noteAllocation(_ address: UInt64, size: UInt64) {
+        let at = Int(truncatingIfNeeded: allocations) & Self.recentMask
+        recent[at] = address
+        recentSizes[at] = size
+        allocations &+= 1
     }
     static let recentMask = TraceFormat.recentAllocations - 1
 
@@ -385,12 +404,21 @@ final class CompactEventState {
         recent.initialize(repeating: 0, count: TraceFormat.recentAllocations)
         freed = .allocate(capacity: 16)
         freed.initialize(repeating: 0, count: 16)
+        recentSizes = .allocate(capacity: TraceFormat.recentAllocations)
+        recentSizes.initialize(repeating: 0, count: TraceFormat.recentAllocations)
+        classFreed = .allocate(capacity: TraceFormat.sizeClasses * 8)
+        classFreed.initialize(repeating: 0, count: TraceFormat.sizeClasses * 8)
+        classFrees = .allocate(capacity: TraceFormat.sizeClasses)
+        classFrees.initialize(repeating: 0, count: TraceFormat.sizeClasses)
     }
 
     deinit {
         slots.deallocate()
         recent.deallocate()
         freed.deallocate()
+        recentSizes.deallocate()
+        classFreed.deallocate()
+        classFrees.deallocate()
     }
 
     /// The address of the allocation `back` allocations before the latest (0: the latest).
@@ -399,7 +427,13 @@ final class CompactEventState {
         guard back < UInt64(TraceFormat.recentAllocations) && back < allocations else {
             throw c.corrupt("free names the allocation \(back) allocations back, but only \(min(allocations, UInt64(TraceFormat.recentAllocations))) are known", at: start)
         }
-        return recent[Int(truncatingIfNeeded: allocations &- 1 &- back) & Self.recentMask]
+        let at = Int(truncatingIfNeeded: allocations &- 1 &- back) & Self.recentMask
+        let address = recent[at]
+        if let c = TraceFormat.sizeClass(recentSizes[at]) {
+            classFreed[c &* 8 &+ (classFrees[c] & 7)] = address
+            classFrees[c] &+= 1
+        }
+        return address
     }
 }
 

@@ -68,9 +68,12 @@ enum RecordTag {
     static let freeRecentShort: UInt8 = 0x50
     /// free of a recent allocation: varint k.
     static let freeRecent: UInt8 = 0x60
-    /// `0x61 + j` (j < 15): malloc without a type at the address the j-th most recent free
+    /// `0x61 + j` (j < 7): malloc without a type at the address the j-th most recent free
     /// released (0: the latest): varint size, varint stack.
     static let mallocReuse: UInt8 = 0x61
+    /// `0x68 + j` (j < 8): malloc without a type at the address the j-th most recent free of
+    /// a recent allocation of the same size class released: varint size, varint stack.
+    static let mallocReuseClass: UInt8 = 0x68
     static let stack: UInt8 = 0x10
     static let type: UInt8 = 0x11
     static let moduleLoad: UInt8 = 0x12
@@ -108,7 +111,18 @@ enum TraceFormat {
     /// How far back (in allocations) a compact free may name an allocation.
     static let recentAllocations = 4096
     /// How far back (in frees) a compact malloc may name a freed address.
-    static let recentFrees = 15
+    static let recentFrees = 7
+    /// How far back (in frees of its size class) a compact malloc may name a freed address.
+    static let recentClassFrees = 8
+    /// Size classes (of 16 bytes) with their own recent frees: sizes up to 1032 bytes.
+    static let sizeClasses = 66
+
+    /// The size class of an allocation of `size` bytes, or nil above 1032 bytes (glibc's
+    /// chunk sizes: 8 bytes of header, 16-byte steps; allocators keep a LIFO list per class).
+    @inline(__always)
+    static func sizeClass(_ size: UInt64) -> Int? {
+        size <= 1032 ? Int(truncatingIfNeeded: (size &+ 23) &>> 4) : nil
+    }
     static let maxStringBytes = 64 * 1024
     static let maxFrames = 1024
     static let maxSegments = 64

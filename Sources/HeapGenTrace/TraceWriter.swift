@@ -73,6 +73,11 @@ public final class TraceWriter {
     /// The last 16 freed addresses (a ring) and the free records so far.
     private let freed: UnsafeMutablePointer<UInt64>
     private var frees = 0
+    /// Sizes of the last 4096 allocations (by allocation number), and per size class the
+    /// last 8 addresses freed through a free of a recent allocation (8 per class) and how many.
+    private let recentSizes: UnsafeMutablePointer<UInt64>
+    private let classFreed: UnsafeMutablePointer<UInt64>
+    private let classFrees: UnsafeMutablePointer<Int>
     /// Compresses event chunks (nil: plain chunks).
     private let compressor: ChunkCompressor?
     /// False once the symbols or the end record are being written: their chunks stay plain.
@@ -142,6 +147,12 @@ public final class TraceWriter {
         // Allocated only now: nothing can throw after this.
         freed = .allocate(capacity: 16)
         freed.initialize(repeating: 0, count: 16)
+        recentSizes = .allocate(capacity: TraceFormat.recentAllocations)
+        recentSizes.initialize(repeating: 0, count: TraceFormat.recentAllocations)
+        classFreed = .allocate(capacity: TraceFormat.sizeClasses * 8)
+        classFreed.initialize(repeating: 0, count: TraceFormat.sizeClasses * 8)
+        classFrees = .allocate(capacity: TraceFormat.sizeClasses)
+        classFrees.initialize(repeating: 0, count: TraceFormat.sizeClasses)
         slots = .allocate(capacity: TraceFormat.addressSlots)
         slots.initialize(repeating: 0, count: TraceFormat.addressSlots)
         slotUse = .allocate(capacity: TraceFormat.addressSlots)
@@ -172,6 +183,9 @@ public final class TraceWriter {
 
     private func deallocateTables() {
         freed.deallocate()
+        recentSizes.deallocate()
+        classFreed.deallocate()
+        classFrees.deallocate()
         slots.deallocate()
         slotUse.deallocate()
         recentAddress.deallocate()
@@ -189,15 +203,23 @@ public final class TraceWriter {
         var i = position
         let typed = function != .malloc || type != 0
         // The allocator often hands out a block it just took back (its free lists are LIFO).
-        var reused = TraceFormat.recentFrees
+        var reuseTag: UInt8 = 0
         if !typed {
             for j in 0..<TraceFormat.recentFrees where freed[(frees &- 1 &- j) & 15] == address && j < frees {
-                reused = j
+                reuseTag = RecordTag.mallocReuse &+ UInt8(truncatingIfNeeded: j)
                 break
             }
+            if reuseTag == 0, let c = TraceFormat.sizeClass(size) {
+                let count = classFrees[c]
+                let ring = classFreed + c &* 8
+                for j in 0..<TraceFormat.recentClassFrees where ring[(count &- 1 &- j) & 7] == address && j < count {
+                    reuseTag = RecordTag.mallocReuseClass &+ UInt8(truncatingIfNeeded: j)
+                    break
+                }
+            }
         }
-        if reused < TraceFormat.recentFrees {
-            p[i] = RecordTag.mallocReuse &+ UInt8(truncatingIfNeeded: reused)
+        if reuseTag != 0 {
+            p[i] = reuseTag
             i &+= 1
         } else {
             let slot = chooseSlot(address)
@@ -221,6 +243,7 @@ public final class TraceWriter {
         let h = Self.recentHash(address)
         recentAddress[h] = address
         recentSequence[h] = allocations
+        recentSizes[Int(truncatingIfNeeded: allocations) & (TraceFormat.recentAllocations - 1)] = size
         allocations &+= 1
         events &+= 1
         if i >= flushAt { flushPending() }
@@ -236,6 +259,11 @@ public final class TraceWriter {
         let h = Self.recentHash(address)
         let back = allocations &- 1 &- recentSequence[h]
         if recentAddress[h] == address && back < UInt64(TraceFormat.recentAllocations) {
+            // Its size is known: remember the address among the frees of its size class.
+            if let c = TraceFormat.sizeClass(recentSizes[Int(truncatingIfNeeded: recentSequence[h]) & (TraceFormat.recentAllocations - 1)]) {
+                classFreed[c &* 8 &+ (classFrees[c] & 7)] = address
+                classFrees[c] &+= 1
+            }
             if function == .free {
                 if back < 16 {
                     p[i] = RecordTag.freeRecentShort | UInt8(truncatingIfNeeded: back)
