@@ -102,10 +102,9 @@ enum TraceFormat {
     static let minorVersion: UInt16 = 5
     static let chunkHeaderSize = 8
     static let maxChunkPayload = 16 * 1024 * 1024
-    /// Writers flush once this many payload bytes are pending (plain chunks).
+    /// Writers flush once this many payload bytes are pending (before compression, so a
+    /// killed collector loses at most this much, compressed or not).
     static let flushThreshold = 64 * 1024
-    /// The same for chunks the writer compresses (larger: zstd finds more to share).
-    static let compressedFlushThreshold = 256 * 1024
     /// Address slots of compact events (minor version 5): delta bases.
     static let addressSlots = 8
     /// How far back (in allocations) a compact free may name an allocation.

@@ -11,8 +11,7 @@ import Darwin
 /// Writes one trace file: header, process record, then records in chunks.
 ///
 /// Records are encoded into an in-memory chunk that is written (zstd-compressed unless
-/// that does not make it smaller, with its CRC-32C) once it holds 256 KiB (64 KiB when
-/// not compressing), on every ``mark(label:timeNanoseconds:origin:)``, on ``flush()``
+/// that does not make it smaller, with its CRC-32C) once it holds 64 KiB, on every ``mark(label:timeNanoseconds:origin:)``, on ``flush()``
 /// and on ``finish(_:)``. Events take the compact encodings of minor version 5. Appends never throw: the first I/O
 /// error is kept in ``failure`` and later appends are dropped.
 ///
@@ -99,16 +98,14 @@ public final class TraceWriter {
 
     /// Creates (or truncates) `path` with mode 0600, O_NOFOLLOW; writes header + process record.
     ///
-    /// - Parameter compressionLevel: the zstd level of the chunks (256 KiB of records each),
-    ///   or nil for plain chunks of 64 KiB. The `symbols` chunks and the `end` chunk are
-    ///   always plain.
+    /// - Parameter compressionLevel: the zstd level of the chunks (64 KiB of records each),
+    ///   or nil for plain chunks. The `symbols` chunks and the `end` chunk are always plain.
     /// - Throws: ``TraceError`` (`.io`) if the file cannot be created or written.
     public init(path: String, process: ProcessRecord,
                 compressionLevel: Int32? = TraceWriter.defaultCompressionLevel) throws {
         self.path = path
         compressor = compressionLevel.flatMap { ChunkCompressor(level: $0) }
-        let threshold = compressor == nil ? TraceFormat.flushThreshold : TraceFormat.compressedFlushThreshold
-        flushAt = TraceFormat.chunkHeaderSize + threshold
+        flushAt = TraceFormat.chunkHeaderSize + TraceFormat.flushThreshold
         defaultCapacity = flushAt + Self.smallRecordRoom
         let flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC
         var descriptor: Int32
