@@ -53,7 +53,10 @@ let package = Package(
         ),
         // The trace file: records, writer, reader, validation, the live-heap model.
         // (HeapGenUnits: the one wording of incomplete stacks.)
-        .target(name: "HeapGenTrace", dependencies: ["HeapGenUnits"]),
+        // (CZstd: compressed chunks.)
+        .target(name: "HeapGenTrace", dependencies: ["HeapGenUnits", "CZstd"]),
+        // zstd (libzstd-dev), for the trace's compressed chunks.
+        .systemLibrary(name: "CZstd", path: "Sources/CZstd"),
         // Units for people: counts, bytes and durations printed, sizes and durations parsed;
         // and the one XML/HTML escaper (HTML pages, JUnit). Depends on nothing, so every
         // module that prints, parses or writes markup can use it.

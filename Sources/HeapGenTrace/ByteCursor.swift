@@ -11,7 +11,11 @@ struct ByteCursor {
     let fileOffset: UInt64
     let file: String
 
-    init(_ bytes: UnsafeRawBufferPointer, fileOffset: UInt64, file: String) {
+    /// All errors name `fileOffset` itself (a decompressed payload has no file offsets).
+    let fixedOffset: Bool
+
+    init(_ bytes: UnsafeRawBufferPointer, fileOffset: UInt64, file: String, fixedOffset: Bool = false) {
+        self.fixedOffset = fixedOffset
         // A chunk payload is never empty; an empty buffer still gets a valid (unused) base.
         base = bytes.baseAddress.map { $0.assumingMemoryBound(to: UInt8.self) } ?? UnsafePointer(bitPattern: 1)!
         count = bytes.count
@@ -24,7 +28,11 @@ struct ByteCursor {
 
     /// A `.corrupt` error at payload position `at` (default: the current position).
     func corrupt(_ message: String, at: Int? = nil) -> TraceError {
-        TraceError(.corrupt, message, offset: fileOffset &+ UInt64(at ?? position), file: file)
+        if fixedOffset {
+            return TraceError(.corrupt, "\(message) (at byte \(at ?? position) of the decompressed chunk)",
+                              offset: fileOffset, file: file)
+        }
+        return TraceError(.corrupt, message, offset: fileOffset &+ UInt64(at ?? position), file: file)
     }
 
     @inline(__always)

@@ -3,8 +3,10 @@
 /// Validation state carried from chunk to chunk while reading one trace.
 struct RecordDecoder {
     let file: String
-    /// Delta base for event addresses.
+    /// Delta base for the addresses of minor ≤ 4 events (tags 0x01–0x03).
     var previousAddress: UInt64 = 0
+    /// Delta bases and recent allocations of compact events (minor version 5).
+    let compact = CompactEventState()
     var stacks = IdSet()
     var types = IdSet()
     var sawProcess = false
@@ -22,9 +24,12 @@ struct RecordDecoder {
     }
 
     /// Decodes every record of `payload` (file offset `fileOffset`), calling `body` for each.
-    mutating func decode(chunk payload: UnsafeRawBufferPointer, fileOffset: UInt64,
+    /// With `fixedOffset` (a decompressed payload), errors name `fileOffset` itself.
+    mutating func decode(chunk payload: UnsafeRawBufferPointer, fileOffset: UInt64, fixedOffset: Bool = false,
                          _ body: (TraceRecord) throws -> Void) throws {
-        var c = ByteCursor(payload, fileOffset: fileOffset, file: file)
+        var c = ByteCursor(payload, fileOffset: fileOffset, file: file, fixedOffset: fixedOffset)
+        let slots = compact.slots
+        let recent = compact.recent
         // Symbols records start their chunk: only symbols records come before one in a chunk.
         var onlySymbolsSoFar = true
         while !c.atEnd {
@@ -48,6 +53,99 @@ struct RecordDecoder {
             }
             records &+= 1
             switch tag {
+            case RecordTag.mallocSlot...(RecordTag.mallocSlot | 7):
+                let slot = Int(tag & 7)
+                let address = try c.delta(from: slots[slot])
+                slots[slot] = address
+                let size = try c.varint()
+                let stackAt = c.position
+                let stack = try c.varint32("stack id")
+                if stack != 0 && !stacks.contains(stack) {
+                    throw c.corrupt("alloc uses stack \(stack), which is not defined", at: stackAt)
+                }
+                compact.noteAllocation(address, size: size)
+                events &+= 1
+                try body(.allocation(function: .malloc, address: address, size: size, stack: stack, type: 0))
+
+            case RecordTag.mallocReuse...(RecordTag.mallocReuseClass &+ 7):
+                let size = try c.varint()
+                let address: UInt64
+                if tag < RecordTag.mallocReuseClass {
+                    let back = Int(tag &- RecordTag.mallocReuse)
+                    guard back < compact.frees else {
+                        throw c.corrupt("malloc names the free \(back) frees back, but there were \(compact.frees)", at: start)
+                    }
+                    address = compact.freed[(compact.frees &- 1 &- back) & 15]
+                } else {
+                    let back = Int(tag &- RecordTag.mallocReuseClass)
+                    guard let sizeClass = TraceFormat.sizeClass(size), back < compact.classFrees[sizeClass] else {
+                        throw c.corrupt("malloc of \(size) bytes names the free \(back) frees of its size class back, which is not known (size classes: up to 1032 bytes)", at: start)
+                    }
+                    address = compact.classFreed[sizeClass &* 8 &+ ((compact.classFrees[sizeClass] &- 1 &- back) & 7)]
+                }
+                let stackAt = c.position
+                let stack = try c.varint32("stack id")
+                if stack != 0 && !stacks.contains(stack) {
+                    throw c.corrupt("alloc uses stack \(stack), which is not defined", at: stackAt)
+                }
+                compact.noteAllocation(address, size: size)
+                events &+= 1
+                try body(.allocation(function: .malloc, address: address, size: size, stack: stack, type: 0))
+
+            case RecordTag.freeRecentShort...(RecordTag.freeRecentShort | 15):
+                let address = try compact.recentAllocation(UInt64(tag & 15), &c, at: start)
+                compact.noteFree(address)
+                events &+= 1
+                try body(.free(function: .free, address: address))
+
+            case RecordTag.freeSlot...(RecordTag.freeSlot | 7):
+                let slot = Int(tag & 7)
+                let address = try c.delta(from: slots[slot])
+                slots[slot] = address
+                compact.noteFree(address)
+                events &+= 1
+                try body(.free(function: .free, address: address))
+
+            case RecordTag.freeRecent, RecordTag.reallocFreeRecent:
+                let back = try c.varint()
+                let address = try compact.recentAllocation(back, &c, at: start)
+                compact.noteFree(address)
+                events &+= 1
+                try body(.free(function: tag == RecordTag.freeRecent ? .free : .realloc, address: address))
+
+            case RecordTag.allocation:
+                let code = try c.byte()
+                guard let function = AllocationFunction(rawValue: code & 0x0F), code >> 4 < 8 else {
+                    throw c.corrupt("bad allocation function and slot byte \(hex(code))", at: start &+ 1)
+                }
+                let slot = Int(code >> 4)
+                let address = try c.delta(from: slots[slot])
+                slots[slot] = address
+                let size = try c.varint()
+                let stackAt = c.position
+                let stack = try c.varint32("stack id")
+                if stack != 0 && !stacks.contains(stack) {
+                    throw c.corrupt("alloc uses stack \(stack), which is not defined", at: stackAt)
+                }
+                let typeAt = c.position
+                let type = try c.varint32("type id")
+                if type != 0 && !types.contains(type) {
+                    throw c.corrupt("alloc uses type \(type), which is not defined", at: typeAt)
+                }
+                compact.noteAllocation(address, size: size)
+                events &+= 1
+                try body(.allocation(function: function, address: address, size: size, stack: stack, type: type))
+
+            case RecordTag.reallocFreeSlot, RecordTag.reallocUndoSlot:
+                let slotAt = c.position
+                let slot = Int(try c.byte())
+                guard slot < TraceFormat.addressSlots else { throw c.corrupt("address slot \(slot) is not 0…7", at: slotAt) }
+                let address = try c.delta(from: slots[slot])
+                slots[slot] = address
+                if tag == RecordTag.reallocFreeSlot { compact.noteFree(address) }
+                events &+= 1
+                try body(tag == RecordTag.reallocFreeSlot ? .free(function: .realloc, address: address) : .reallocUndo(address: address))
+
             case RecordTag.alloc:
                 let code = try c.byte()
                 guard let function = AllocationFunction(rawValue: code) else {
@@ -66,6 +164,7 @@ struct RecordDecoder {
                 if type != 0 && !types.contains(type) {
                     throw c.corrupt("alloc uses type \(type), which is not defined", at: typeAt)
                 }
+                compact.noteAllocation(address, size: size)
                 events &+= 1
                 try body(.allocation(function: function, address: address, size: size, stack: stack, type: type))
 
@@ -76,6 +175,7 @@ struct RecordDecoder {
                 }
                 let address = try c.delta(from: previousAddress)
                 previousAddress = address
+                compact.noteFree(address)
                 events &+= 1
                 try body(.free(function: function, address: address))
 
@@ -261,6 +361,79 @@ struct RecordDecoder {
         if id == 0 { throw c.corrupt("\(what) 0 is reserved for \"none\" and cannot be defined", at: at) }
         if !set.insert(id) { throw c.corrupt("\(what) \(id) is defined twice", at: start) }
         return id
+    }
+}
+
+/// What compact events (minor version 5) refer to: the last address of each address slot
+/// and the addresses of the last 4096 allocations (a ring). A class, so the decoder's hot
+/// loop works on two plain pointers.
+final class CompactEventState {
+    let slots: UnsafeMutablePointer<UInt64>
+    let recent: UnsafeMutablePointer<UInt64>
+    /// Allocation records so far (every tag, so minor ≤ 4 allocations count too).
+    var allocations: UInt64 = 0
+    /// The last 16 freed addresses (a ring) and the free records so far (every tag).
+    let freed: UnsafeMutablePointer<UInt64>
+    var frees = 0
+
+    /// Sizes of the last 4096 allocations (beside `recent`), and per size class the last 8
+    /// addresses freed by a free of a recent allocation, and how many.
+    let recentSizes: UnsafeMutablePointer<UInt64>
+    let classFreed: UnsafeMutablePointer<UInt64>
+    let classFrees: UnsafeMutablePointer<Int>
+
+    @inline(__always)
+    func noteFree(_ address: UInt64) {
+        freed[frees & 15] = address
+        frees &+= 1
+    }
+
+    @inline(__always)
+    func noteAllocation(_ address: UInt64, size: UInt64) {
+        let at = Int(truncatingIfNeeded: allocations) & Self.recentMask
+        recent[at] = address
+        recentSizes[at] = size
+        allocations &+= 1
+    }
+    static let recentMask = TraceFormat.recentAllocations - 1
+
+    init() {
+        slots = .allocate(capacity: TraceFormat.addressSlots)
+        slots.initialize(repeating: 0, count: TraceFormat.addressSlots)
+        recent = .allocate(capacity: TraceFormat.recentAllocations)
+        recent.initialize(repeating: 0, count: TraceFormat.recentAllocations)
+        freed = .allocate(capacity: 16)
+        freed.initialize(repeating: 0, count: 16)
+        recentSizes = .allocate(capacity: TraceFormat.recentAllocations)
+        recentSizes.initialize(repeating: 0, count: TraceFormat.recentAllocations)
+        classFreed = .allocate(capacity: TraceFormat.sizeClasses * 8)
+        classFreed.initialize(repeating: 0, count: TraceFormat.sizeClasses * 8)
+        classFrees = .allocate(capacity: TraceFormat.sizeClasses)
+        classFrees.initialize(repeating: 0, count: TraceFormat.sizeClasses)
+    }
+
+    deinit {
+        slots.deallocate()
+        recent.deallocate()
+        freed.deallocate()
+        recentSizes.deallocate()
+        classFreed.deallocate()
+        classFrees.deallocate()
+    }
+
+    /// The address of the allocation `back` allocations before the latest (0: the latest).
+    @inline(__always)
+    func recentAllocation(_ back: UInt64, _ c: inout ByteCursor, at start: Int) throws(TraceError) -> UInt64 {
+        guard back < UInt64(TraceFormat.recentAllocations) && back < allocations else {
+            throw c.corrupt("free names the allocation \(back) allocations back, but only \(min(allocations, UInt64(TraceFormat.recentAllocations))) are known", at: start)
+        }
+        let at = Int(truncatingIfNeeded: allocations &- 1 &- back) & Self.recentMask
+        let address = recent[at]
+        if let c = TraceFormat.sizeClass(recentSizes[at]) {
+            classFreed[c &* 8 &+ (classFrees[c] & 7)] = address
+            classFrees[c] &+= 1
+        }
+        return address
     }
 }
 

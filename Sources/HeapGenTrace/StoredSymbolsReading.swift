@@ -39,13 +39,16 @@ extension TraceReader {
             // The chunk header and the first payload byte (a record tag).
             let head = try read(offset, TraceFormat.chunkHeaderSize + 1)
             guard head.count == TraceFormat.chunkHeaderSize + 1 else { return out }
-            let length = UInt32(head[0]) | UInt32(head[1]) << 8 | UInt32(head[2]) << 16 | UInt32(head[3]) << 24
+            let lengthWord = UInt32(head[0]) | UInt32(head[1]) << 8 | UInt32(head[2]) << 16 | UInt32(head[3]) << 24
+            // Symbols chunks are never compressed: a compressed chunk holds none.
+            let compressed = lengthWord & ChunkCompression.flag != 0
+            let length = lengthWord & ~ChunkCompression.flag
             guard length >= 1 && length <= UInt32(TraceFormat.maxChunkPayload) else {
                 throw TraceError(.corrupt, "chunk length \(length) is outside 1…\(TraceFormat.maxChunkPayload)",
                                  offset: offset, file: name)
             }
             let payloadOffset = offset + UInt64(TraceFormat.chunkHeaderSize)
-            if head[TraceFormat.chunkHeaderSize] == RecordTag.symbols {
+            if !compressed && head[TraceFormat.chunkHeaderSize] == RecordTag.symbols {
                 let payload = try read(payloadOffset, Int(length))
                 guard payload.count == Int(length) else { return out }   // cut short: no more symbols
                 let stored = UInt32(head[4]) | UInt32(head[5]) << 8 | UInt32(head[6]) << 16 | UInt32(head[7]) << 24

@@ -164,6 +164,8 @@ public struct TraceReader: Sendable {
     private static func read<Source: ChunkSource>(_ source: inout Source, name: String, strict: Bool,
                                                   _ body: (TraceRecord) throws -> Void) throws {
         var decoder = RecordDecoder(file: name)
+        /// Made at the first compressed chunk.
+        var inflater: ChunkDecompressor?
         var offset = UInt64(TraceFormat.headerSize)
         /// The file ends at `offset` + `ignored` bytes without an end record: salvage or throw `error`.
         func cutShort(ignored: Int, _ error: TraceError) throws {
@@ -186,7 +188,9 @@ public struct TraceReader: Sendable {
                                     TraceError(.truncated, "the file ends inside a chunk header (\(header.count) of 8 bytes)",
                                                offset: offset &+ UInt64(header.count), file: name))
             }
-            let length = header.loadUnaligned(fromByteOffset: 0, as: UInt32.self).littleEndian
+            let lengthWord = header.loadUnaligned(fromByteOffset: 0, as: UInt32.self).littleEndian
+            let compressed = lengthWord & ChunkCompression.flag != 0
+            let length = lengthWord & ~ChunkCompression.flag
             let storedCRC = header.loadUnaligned(fromByteOffset: 4, as: UInt32.self).littleEndian
             guard length >= 1 && length <= UInt32(TraceFormat.maxChunkPayload) else {
                 throw TraceError(.corrupt, "chunk length \(length) is outside 1…\(TraceFormat.maxChunkPayload)",
@@ -204,7 +208,15 @@ public struct TraceReader: Sendable {
                 throw TraceError(.corrupt, "CRC mismatch in the \(length)-byte chunk (stored \(hex(UInt64(storedCRC))), computed \(hex(UInt64(crc))))",
                                  offset: offset, file: name)
             }
-            try decoder.decode(chunk: payload, fileOffset: payloadOffset, body)
+            if compressed {
+                let decompressor = inflater ?? ChunkDecompressor()
+                inflater = decompressor
+                let plain = try decompressor.decompress(payload, offset: offset, file: name)
+                // Offsets in errors inside a compressed chunk name the chunk's start.
+                try decoder.decode(chunk: plain, fileOffset: offset, fixedOffset: true, body)
+            } else {
+                try decoder.decode(chunk: payload, fileOffset: payloadOffset, body)
+            }
             offset = payloadOffset &+ UInt64(length)
             if decoder.sawEnd {
                 let more = try source.bytes(at: offset, count: 1)

@@ -51,6 +51,29 @@ enum RecordTag {
     static let alloc: UInt8 = 0x01
     static let free: UInt8 = 0x02
     static let reallocUndo: UInt8 = 0x03
+    // Minor version 5: compact events (docs/trace-format.md, "Compact events").
+    /// Any allocation: u8 function | slot << 4, then as ``mallocSlot``, then varint type.
+    static let allocation: UInt8 = 0x04
+    /// The old block of a realloc, by slot: u8 slot, svarint delta.
+    static let reallocFreeSlot: UInt8 = 0x05
+    /// The old block of a realloc, a recent allocation: varint k.
+    static let reallocFreeRecent: UInt8 = 0x06
+    /// reallocUndo by slot: u8 slot, svarint delta.
+    static let reallocUndoSlot: UInt8 = 0x07
+    /// `0x40 + slot`: malloc without a type: svarint delta, varint size, varint stack.
+    static let mallocSlot: UInt8 = 0x40
+    /// `0x48 + slot`: free by slot: svarint delta.
+    static let freeSlot: UInt8 = 0x48
+    /// `0x50 + k` (k < 16): free of the allocation k allocations back; no fields.
+    static let freeRecentShort: UInt8 = 0x50
+    /// free of a recent allocation: varint k.
+    static let freeRecent: UInt8 = 0x60
+    /// `0x61 + j` (j < 7): malloc without a type at the address the j-th most recent free
+    /// released (0: the latest): varint size, varint stack.
+    static let mallocReuse: UInt8 = 0x61
+    /// `0x68 + j` (j < 8): malloc without a type at the address the j-th most recent free of
+    /// a recent allocation of the same size class released: varint size, varint stack.
+    static let mallocReuseClass: UInt8 = 0x68
     static let stack: UInt8 = 0x10
     static let type: UInt8 = 0x11
     static let moduleLoad: UInt8 = 0x12
@@ -76,11 +99,29 @@ enum TraceFormat {
     static let magic: [UInt8] = [0x48, 0x47, 0x54, 0x52, 0x41, 0x43, 0x45, 0x00] // "HGTRACE\0"
     static let headerSize = 16
     static let majorVersion: UInt16 = 1
-    static let minorVersion: UInt16 = 4
+    static let minorVersion: UInt16 = 5
     static let chunkHeaderSize = 8
     static let maxChunkPayload = 16 * 1024 * 1024
-    /// Writers flush once this many payload bytes are pending.
+    /// Writers flush once this many payload bytes are pending (before compression, so a
+    /// killed collector loses at most this much, compressed or not).
     static let flushThreshold = 64 * 1024
+    /// Address slots of compact events (minor version 5): delta bases.
+    static let addressSlots = 8
+    /// How far back (in allocations) a compact free may name an allocation.
+    static let recentAllocations = 4096
+    /// How far back (in frees) a compact malloc may name a freed address.
+    static let recentFrees = 7
+    /// How far back (in frees of its size class) a compact malloc may name a freed address.
+    static let recentClassFrees = 8
+    /// Size classes (of 16 bytes) with their own recent frees: sizes up to 1032 bytes.
+    static let sizeClasses = 66
+
+    /// The size class of an allocation of `size` bytes, or nil above 1032 bytes (glibc's
+    /// chunk sizes: 8 bytes of header, 16-byte steps; allocators keep a LIFO list per class).
+    @inline(__always)
+    static func sizeClass(_ size: UInt64) -> Int? {
+        size <= 1032 ? Int(truncatingIfNeeded: (size &+ 23) &>> 4) : nil
+    }
     static let maxStringBytes = 64 * 1024
     static let maxFrames = 1024
     static let maxSegments = 64

@@ -37,18 +37,19 @@ public enum TraceSymbolAppender {
         let size = UInt64(info.st_size)
         // Walk the chunk headers to the last chunk.
         var offset = UInt64(TraceFormat.headerSize)
-        var last: (offset: UInt64, length: Int)?
+        var last: (offset: UInt64, length: Int, compressed: Bool)?
         var header = [UInt8](repeating: 0, count: TraceFormat.chunkHeaderSize)
         while offset < size {
             let r = header.withUnsafeMutableBytes { SystemCalls.preadAll(fd, $0.baseAddress!, $0.count, offset) }
             guard r == TraceFormat.chunkHeaderSize else {
                 throw TraceError(.corrupt, "the file ends inside a chunk header", offset: offset, file: path)
             }
-            let length = UInt32(header[0]) | UInt32(header[1]) << 8 | UInt32(header[2]) << 16 | UInt32(header[3]) << 24
+            let lengthWord = UInt32(header[0]) | UInt32(header[1]) << 8 | UInt32(header[2]) << 16 | UInt32(header[3]) << 24
+            let length = lengthWord & ~ChunkCompression.flag
             guard length >= 1 && length <= UInt32(TraceFormat.maxChunkPayload) else {
                 throw TraceError(.corrupt, "chunk length \(length) is outside 1…\(TraceFormat.maxChunkPayload)", offset: offset, file: path)
             }
-            last = (offset, Int(length))
+            last = (offset, Int(length), lengthWord & ChunkCompression.flag != 0)
             offset += UInt64(TraceFormat.chunkHeaderSize) + UInt64(length)
         }
         guard offset == size, let last else {
@@ -62,7 +63,8 @@ public enum TraceSymbolAppender {
         let storedCRC = UInt32(endChunk[4]) | UInt32(endChunk[5]) << 8 | UInt32(endChunk[6]) << 16 | UInt32(endChunk[7]) << 24
         let crc = payload.withUnsafeBytes { CRC32C.checksum($0) }
         guard crc == storedCRC else { throw TraceError(.corrupt, "CRC mismatch in the last chunk", offset: last.offset, file: path) }
-        guard payload.first == RecordTag.end, Self.isOneEndRecord(payload) else {
+        // The writer stores the end chunk plain.
+        guard !last.compressed, payload.first == RecordTag.end, Self.isOneEndRecord(payload) else {
             throw TraceError(.corrupt, "the last chunk is not an end record of its own (written by an older heapgen?)",
                              offset: last.offset, file: path)
         }

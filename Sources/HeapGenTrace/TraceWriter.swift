@@ -10,9 +10,9 @@ import Darwin
 
 /// Writes one trace file: header, process record, then records in chunks.
 ///
-/// Records are encoded into an in-memory chunk that is written (with its
-/// CRC-32C) once it holds 64 KiB, on every ``mark(label:timeNanoseconds:origin:)``,
-/// on ``flush()`` and on ``finish(_:)``. Appends never throw: the first I/O
+/// Records are encoded into an in-memory chunk that is written (zstd-compressed unless
+/// that does not make it smaller, with its CRC-32C) once it holds 64 KiB, on every ``mark(label:timeNanoseconds:origin:)``, on ``flush()``
+/// and on ``finish(_:)``. Events take the compact encodings of minor version 5. Appends never throw: the first I/O
 /// error is kept in ``failure`` and later appends are dropped.
 ///
 /// The writer does not check that stack and type ids are defined before use
@@ -58,24 +58,55 @@ public final class TraceWriter {
     private var capacity: Int
     /// Offset in `buffer` of the next byte to write.
     private var position: Int
-    /// Last address of an alloc, free or reallocUndo (delta base).
-    private var previousAddress: UInt64 = 0
+    /// Compact events (minor version 5): the last address of each address slot (delta bases),
+    /// when each slot was last used, and a table from an allocated address to its allocation's
+    /// sequence number (direct-mapped: a collision only costs a free by slot).
+    private let slots: UnsafeMutablePointer<UInt64>
+    private let slotUse: UnsafeMutablePointer<UInt64>
+    private var clock: UInt64 = 0
+    private static let recentBits = 14
+    private let recentAddress: UnsafeMutablePointer<UInt64>
+    private let recentSequence: UnsafeMutablePointer<UInt64>
+    /// Allocation records so far.
+    private var allocations: UInt64 = 0
+    /// The last 16 freed addresses (a ring) and the free records so far.
+    private let freed: UnsafeMutablePointer<UInt64>
+    private var frees = 0
+    /// Sizes of the last 4096 allocations (by allocation number), and per size class the
+    /// last 8 addresses freed through a free of a recent allocation (8 per class) and how many.
+    private let recentSizes: UnsafeMutablePointer<UInt64>
+    private let classFreed: UnsafeMutablePointer<UInt64>
+    private let classFrees: UnsafeMutablePointer<Int>
+    /// Compresses event chunks (nil: plain chunks).
+    private let compressor: ChunkCompressor?
+    /// False once the symbols or the end record are being written: their chunks stay plain.
+    private var compressing = true
+    /// Pending bytes at which a chunk is flushed (header included).
+    private let flushAt: Int
+    private let defaultCapacity: Int
     /// False once finished or failed: appends are dropped.
     private var writable = true
 
     /// Room reserved past the flush threshold for one small record
-    /// (alloc is at most 32 bytes, end at most 97).
+    /// (alloc is at most 33 bytes, end at most 97).
     private static let smallRecordRoom = 128
-    private static let defaultCapacity = TraceFormat.chunkHeaderSize + TraceFormat.flushThreshold + smallRecordRoom
-    private static let flushAt = TraceFormat.chunkHeaderSize + TraceFormat.flushThreshold
+    /// The zstd level chunks are compressed with unless the caller says otherwise (chosen by
+    /// measurement: docs/trace-format.md, "Compressed chunks").
+    public static let defaultCompressionLevel: Int32 = 3
     /// Budget for all arguments of the process record, so the record fits in a chunk.
     static let argumentBudget = 8 * 1024 * 1024
 
     /// Creates (or truncates) `path` with mode 0600, O_NOFOLLOW; writes header + process record.
     ///
+    /// - Parameter compressionLevel: the zstd level of the chunks (64 KiB of records each),
+    ///   or nil for plain chunks. The `symbols` chunks and the `end` chunk are always plain.
     /// - Throws: ``TraceError`` (`.io`) if the file cannot be created or written.
-    public init(path: String, process: ProcessRecord) throws {
+    public init(path: String, process: ProcessRecord,
+                compressionLevel: Int32? = TraceWriter.defaultCompressionLevel) throws {
         self.path = path
+        compressor = compressionLevel.flatMap { ChunkCompressor(level: $0) }
+        flushAt = TraceFormat.chunkHeaderSize + TraceFormat.flushThreshold
+        defaultCapacity = flushAt + Self.smallRecordRoom
         let flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC
         var descriptor: Int32
         repeat {
@@ -110,8 +141,25 @@ public final class TraceWriter {
             close(descriptor)
             throw TraceError(.io, "cannot write trace header: \(SystemCalls.errorString(headerError))", offset: 0, file: path)
         }
+        // Allocated only now: nothing can throw after this.
+        freed = .allocate(capacity: 16)
+        freed.initialize(repeating: 0, count: 16)
+        recentSizes = .allocate(capacity: TraceFormat.recentAllocations)
+        recentSizes.initialize(repeating: 0, count: TraceFormat.recentAllocations)
+        classFreed = .allocate(capacity: TraceFormat.sizeClasses * 8)
+        classFreed.initialize(repeating: 0, count: TraceFormat.sizeClasses * 8)
+        classFrees = .allocate(capacity: TraceFormat.sizeClasses)
+        classFrees.initialize(repeating: 0, count: TraceFormat.sizeClasses)
+        slots = .allocate(capacity: TraceFormat.addressSlots)
+        slots.initialize(repeating: 0, count: TraceFormat.addressSlots)
+        slotUse = .allocate(capacity: TraceFormat.addressSlots)
+        slotUse.initialize(repeating: 0, count: TraceFormat.addressSlots)
+        recentAddress = .allocate(capacity: 1 << Self.recentBits)
+        recentAddress.initialize(repeating: 0, count: 1 << Self.recentBits)
+        recentSequence = .allocate(capacity: 1 << Self.recentBits)
+        recentSequence.initialize(repeating: 0, count: 1 << Self.recentBits)
         fd = descriptor
-        capacity = Self.defaultCapacity
+        capacity = defaultCapacity
         buffer = .allocate(capacity: capacity)
         position = TraceFormat.chunkHeaderSize
         written = UInt64(TraceFormat.headerSize)
@@ -127,52 +175,167 @@ public final class TraceWriter {
             close(fd)
         }
         buffer.deallocate()
+        deallocateTables()
+    }
+
+    private func deallocateTables() {
+        freed.deallocate()
+        recentSizes.deallocate()
+        classFreed.deallocate()
+        classFrees.deallocate()
+        slots.deallocate()
+        slotUse.deallocate()
+        recentAddress.deallocate()
+        recentSequence.deallocate()
     }
 
     // MARK: Events
 
-    /// Appends an `alloc` record: `function` returned `address` for `size` requested bytes.
+    /// Appends an allocation: `function` returned `address` for `size` requested bytes.
+    /// A malloc without a type is a `0x40 + slot` record, anything else an `0x04` record.
     @inline(__always)
     public func appendAllocation(_ function: AllocationFunction, address: UInt64, size: UInt64, stack: UInt32, type: UInt32) {
         guard writable else { return }
         let p = buffer
         var i = position
-        p[i] = RecordTag.alloc
-        p[i &+ 1] = function.rawValue
-        i = Varint.put(Varint.zigzag(address &- previousAddress), into: p, at: i &+ 2)
-        previousAddress = address
+        let typed = function != .malloc || type != 0
+        // The allocator often hands out a block it just took back (its free lists are LIFO).
+        var reuseTag: UInt8 = 0
+        if !typed {
+            for j in 0..<TraceFormat.recentFrees where freed[(frees &- 1 &- j) & 15] == address && j < frees {
+                reuseTag = RecordTag.mallocReuse &+ UInt8(truncatingIfNeeded: j)
+                break
+            }
+            if reuseTag == 0, let c = TraceFormat.sizeClass(size) {
+                let count = classFrees[c]
+                let ring = classFreed + c &* 8
+                for j in 0..<TraceFormat.recentClassFrees where ring[(count &- 1 &- j) & 7] == address && j < count {
+                    reuseTag = RecordTag.mallocReuseClass &+ UInt8(truncatingIfNeeded: j)
+                    break
+                }
+            }
+        }
+        if reuseTag != 0 {
+            p[i] = reuseTag
+            i &+= 1
+        } else {
+            let slot = chooseSlot(address)
+            let delta = Varint.zigzag(address &- slots[slot])
+            slots[slot] = address
+            if !typed {
+                p[i] = RecordTag.mallocSlot | UInt8(truncatingIfNeeded: slot)
+                i &+= 1
+            } else {
+                p[i] = RecordTag.allocation
+                p[i &+ 1] = function.rawValue | UInt8(truncatingIfNeeded: slot) &<< 4
+                i &+= 2
+            }
+            i = Varint.put(delta, into: p, at: i)
+        }
         i = Varint.put(size, into: p, at: i)
         i = Varint.put(UInt64(stack), into: p, at: i)
-        i = Varint.put(UInt64(type), into: p, at: i)
+        if typed { i = Varint.put(UInt64(type), into: p, at: i) }
         position = i
+        // Remember which allocation returned `address`, for a compact free of it.
+        let h = Self.recentHash(address)
+        recentAddress[h] = address
+        recentSequence[h] = allocations
+        recentSizes[Int(truncatingIfNeeded: allocations) & (TraceFormat.recentAllocations - 1)] = size
+        allocations &+= 1
         events &+= 1
-        if i >= Self.flushAt { flushPending() }
+        if i >= flushAt { flushPending() }
     }
 
-    /// Appends a `free` record (`free(NULL)` is not recorded: count it in ``EndRecord/freeNullCalls``).
+    /// Appends a free (`free(NULL)` is not recorded: count it in ``EndRecord/freeNullCalls``):
+    /// by how many allocations back `address` was returned when that is under 4096, else by slot.
     @inline(__always)
     public func appendFree(_ function: FreeFunction, address: UInt64) {
         guard writable else { return }
         let p = buffer
-        let i = position
-        p[i] = RecordTag.free
-        p[i &+ 1] = function.rawValue
-        position = Varint.put(Varint.zigzag(address &- previousAddress), into: p, at: i &+ 2)
-        previousAddress = address
+        var i = position
+        let h = Self.recentHash(address)
+        let back = allocations &- 1 &- recentSequence[h]
+        if recentAddress[h] == address && back < UInt64(TraceFormat.recentAllocations) {
+            // Its size is known: remember the address among the frees of its size class.
+            if let c = TraceFormat.sizeClass(recentSizes[Int(truncatingIfNeeded: recentSequence[h]) & (TraceFormat.recentAllocations - 1)]) {
+                classFreed[c &* 8 &+ (classFrees[c] & 7)] = address
+                classFrees[c] &+= 1
+            }
+            if function == .free {
+                if back < 16 {
+                    p[i] = RecordTag.freeRecentShort | UInt8(truncatingIfNeeded: back)
+                    i &+= 1
+                } else {
+                    p[i] = RecordTag.freeRecent
+                    i = Varint.put(back, into: p, at: i &+ 1)
+                }
+            } else {
+                p[i] = RecordTag.reallocFreeRecent
+                i = Varint.put(back, into: p, at: i &+ 1)
+            }
+        } else {
+            let slot = chooseSlot(address)
+            if function == .free {
+                p[i] = RecordTag.freeSlot | UInt8(truncatingIfNeeded: slot)
+                i &+= 1
+            } else {
+                p[i] = RecordTag.reallocFreeSlot
+                p[i &+ 1] = UInt8(truncatingIfNeeded: slot)
+                i &+= 2
+            }
+            i = Varint.put(Varint.zigzag(address &- slots[slot]), into: p, at: i)
+            slots[slot] = address
+        }
+        freed[frees & 15] = address
+        frees &+= 1
+        position = i
         events &+= 1
-        if position >= Self.flushAt { flushPending() }
+        if i >= flushAt { flushPending() }
     }
 
-    /// Appends a `reallocUndo` record: the realloc that freed `address` failed.
+    /// Appends a reallocUndo (`0x07`): the realloc that freed `address` failed.
     public func appendReallocUndo(address: UInt64) {
         guard writable else { return }
         let p = buffer
-        let i = position
-        p[i] = RecordTag.reallocUndo
-        position = Varint.put(Varint.zigzag(address &- previousAddress), into: p, at: i &+ 1)
-        previousAddress = address
+        let slot = chooseSlot(address)
+        p[position] = RecordTag.reallocUndoSlot
+        p[position &+ 1] = UInt8(truncatingIfNeeded: slot)
+        position = Varint.put(Varint.zigzag(address &- slots[slot]), into: p, at: position &+ 2)
+        slots[slot] = address
         events &+= 1
-        if position >= Self.flushAt { flushPending() }
+        if position >= flushAt { flushPending() }
+    }
+
+    /// The address slot to delta-encode `address` against: the one whose last address is
+    /// nearest. None within 16 MiB (a new arena or mapping): the least recently used one,
+    /// so that the slots follow the regions in use (each thread's arena, the main heap...).
+    @inline(__always)
+    private func chooseSlot(_ address: UInt64) -> Int {
+        var best = 0
+        var bestDistance = UInt64.max
+        for s in 0..<TraceFormat.addressSlots {
+            let base = slots[s]
+            let distance = base > address ? base &- address : address &- base
+            if distance < bestDistance {
+                bestDistance = distance
+                best = s
+            }
+        }
+        if bestDistance > 1 << 24 {
+            var oldest = 0
+            for s in 1..<TraceFormat.addressSlots where slotUse[s] < slotUse[oldest] { oldest = s }
+            best = oldest
+        }
+        clock &+= 1
+        slotUse[best] = clock
+        return best
+    }
+
+    /// Index in the recent-allocation table for `address` (Fibonacci hashing; blocks are
+    /// 16-aligned, so the low bits carry nothing).
+    @inline(__always)
+    private static func recentHash(_ address: UInt64) -> Int {
+        Int(truncatingIfNeeded: ((address &>> 4) &* 0x9E37_79B9_7F4A_7C15) &>> UInt64(64 - recentBits))
     }
 
     // MARK: Definitions
@@ -259,7 +422,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.moduleUnload
         position = Varint.put(loadBias, into: p, at: position &+ 1)
-        if position >= Self.flushAt { flushPending() }
+        if position >= flushAt { flushPending() }
     }
 
     // MARK: Marks and bookkeeping
@@ -285,7 +448,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.threadStart
         position = Varint.put(UInt64(tid), into: p, at: position &+ 1)
-        if position >= Self.flushAt { flushPending() }
+        if position >= flushAt { flushPending() }
     }
 
     /// Appends a `stackTruncated` record: stack `id`, defined just before, was cut at the
@@ -295,7 +458,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.stackTruncated
         position = Varint.put(UInt64(id), into: p, at: position &+ 1)
-        if position >= Self.flushAt { flushPending() }
+        if position >= flushAt { flushPending() }
     }
 
     /// Appends a `lost` record: the shim gave up `count` events here.
@@ -304,7 +467,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.lost
         position = Varint.put(count, into: p, at: position &+ 1)
-        if position >= Self.flushAt { flushPending() }
+        if position >= flushAt { flushPending() }
     }
 
     /// Appends `unreachable` records for `addresses` (sorted here; split into records of at
@@ -339,6 +502,8 @@ public final class TraceWriter {
     public func appendSymbols(_ record: SymbolsRecord) {
         guard writable else { return }
         flushPending()
+        // Readers find symbols by a chunk's first byte (TraceReader.storedSymbols()).
+        compressing = false
         for bytes in Self.symbolRecords(record) {
             reserve(bytes.count)
             bytes.withUnsafeBufferPointer { (buffer + position).update(from: $0.baseAddress!, count: $0.count) }
@@ -531,25 +696,35 @@ public final class TraceWriter {
 
     /// After a variable-size record: flush at the threshold, and give back a grown buffer.
     private func endLargeRecord() {
-        if position >= Self.flushAt { flushPending() }
-        if capacity > 4 * Self.defaultCapacity && pendingBytes == 0 {
+        if position >= flushAt { flushPending() }
+        if capacity > 4 * defaultCapacity && pendingBytes == 0 {
             buffer.deallocate()
-            capacity = Self.defaultCapacity
+            capacity = defaultCapacity
             buffer = .allocate(capacity: capacity)
         }
     }
 
-    /// Writes the pending chunk, if any. On error, records ``failure`` and stops appends.
+    /// Writes the pending chunk, if any (compressed when that makes it smaller). On error,
+    /// records ``failure`` and stops appends.
     private func flushPending() {
         let payload = pendingBytes
         guard payload > 0 else { return }
         position = TraceFormat.chunkHeaderSize
         guard fd >= 0, firstError == nil else { return }
-        let crc = CRC32C.checksum(UnsafeRawBufferPointer(start: buffer + TraceFormat.chunkHeaderSize, count: payload))
-        let raw = UnsafeMutableRawPointer(buffer)
-        raw.storeBytes(of: UInt32(payload).littleEndian, toByteOffset: 0, as: UInt32.self)
+        var raw = UnsafeMutableRawPointer(buffer)
+        var stored = payload
+        var lengthWord = UInt32(payload)
+        if compressing, let compressor,
+           let n = compressor.compress(UnsafeRawBufferPointer(start: raw + TraceFormat.chunkHeaderSize, count: payload),
+                                       headerRoom: TraceFormat.chunkHeaderSize) {
+            raw = compressor.output
+            stored = n
+            lengthWord = UInt32(n) | ChunkCompression.flag
+        }
+        let crc = CRC32C.checksum(UnsafeRawBufferPointer(start: raw + TraceFormat.chunkHeaderSize, count: stored))
+        raw.storeBytes(of: lengthWord.littleEndian, toByteOffset: 0, as: UInt32.self)
         raw.storeBytes(of: crc.littleEndian, toByteOffset: 4, as: UInt32.self)
-        let total = TraceFormat.chunkHeaderSize + payload
+        let total = TraceFormat.chunkHeaderSize + stored
         if let e = SystemCalls.writeAll(fd, raw, total) {
             firstError = TraceError(.io, "cannot write trace: \(SystemCalls.errorString(e))", offset: bytesWritten, file: path)
             writable = false

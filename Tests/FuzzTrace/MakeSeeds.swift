@@ -53,5 +53,24 @@ struct MakeSeeds {
             }
         }
         try w.finish(EndRecord(reason: .exited))
+
+        // Compact events in a compressed chunk (and the same plain): frees of recent
+        // allocations (short and long form), frees and reallocs by slot, two arenas.
+        for (name, level) in [("compressed.trace", Int32(1)), ("compact-plain.trace", nil)] as [(String, Int32?)] {
+            w = try TraceWriter(path: "\(directory)/\(name)", process: process, compressionLevel: level)
+            w.defineStack(id: 1, frames: [0x40_1000, 0x40_2000])
+            var live: [UInt64] = []
+            for i in 0..<2000 {
+                let arena: UInt64 = i % 3 == 0 ? 0x7F00_0000_0000 : 0x5555_0000_0000
+                let address = arena + (next() % 4096) * 16
+                w.appendAllocation(i % 50 == 0 ? .calloc : .malloc, address: address, size: 16 + next() % 241,
+                                   stack: 1, type: 0)
+                live.append(address)
+                if i % 2 == 1 { w.appendFree(.free, address: live.removeFirst()) }
+                if i % 97 == 0, let last = live.popLast() { w.appendFree(.realloc, address: last); w.appendReallocUndo(address: last); live.append(last) }
+            }
+            for address in live { w.appendFree(.free, address: address) }
+            try w.finish(EndRecord(reason: .exited))
+        }
     }
 }

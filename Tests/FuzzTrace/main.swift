@@ -12,7 +12,8 @@ func repairingCRCs(_ input: [UInt8]) -> [UInt8] {
     var bytes = input
     var o = TraceFormat.headerSize
     while o + TraceFormat.chunkHeaderSize <= bytes.count {
-        let n = Int(bytes[o]) | Int(bytes[o + 1]) << 8 | Int(bytes[o + 2]) << 16 | Int(bytes[o + 3]) << 24
+        // Bit 31 marks a compressed chunk (its CRC covers the stored bytes as well).
+        let n = (Int(bytes[o]) | Int(bytes[o + 1]) << 8 | Int(bytes[o + 2]) << 16 | Int(bytes[o + 3]) << 24) & 0x7FFF_FFFF
         guard n >= 1, n <= bytes.count - o - TraceFormat.chunkHeaderSize else { break }
         let start = o + TraceFormat.chunkHeaderSize
         let crc = bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[start..<(start + n)])) }

@@ -33,7 +33,17 @@ final class FuzzTests: XCTestCase {
             w.referenceGraph(sampleGraph())
             w.referenceGraph(sampleGraph(blocks: 2, trigger: .exit))
         }
-        return [small, mixed, graph]
+        // Compact events in compressed chunks: recent frees and allocations, two arenas.
+        let compressed = try writeTrace { w in
+            var live: [UInt64] = []
+            for i in 0..<3000 {
+                let a = (i % 3 == 0 ? 0x7F00_0000_0000 : 0x5555_0000_0000) + (rng.next() % 512) * 16
+                w.appendAllocation(i % 13 == 0 ? .calloc : .malloc, address: a, size: 16 + rng.next() % 241, stack: 0, type: 0)
+                live.append(a)
+                if i % 2 == 1 { w.appendFree(i % 9 == 0 ? .realloc : .free, address: live.remove(at: Int(rng.next() % UInt64(live.count)))) }
+            }
+        }
+        return [small, mixed, graph, compressed]
     }
 
     /// Reads `bytes` fully and returns "ok" or the error kind; any other outcome fails the test.
@@ -58,7 +68,8 @@ final class FuzzTests: XCTestCase {
         var o = 16
         while o + 8 <= bytes.count {
             offsets.append(o)
-            let n = Int(bytes[o]) | Int(bytes[o + 1]) << 8 | Int(bytes[o + 2]) << 16 | Int(bytes[o + 3]) << 24
+            // Bit 31: a compressed chunk.
+            let n = Int(bytes[o]) | Int(bytes[o + 1]) << 8 | Int(bytes[o + 2]) << 16 | Int(bytes[o + 3] & 0x7F) << 24
             o += 8 + n
         }
         return offsets
@@ -67,7 +78,7 @@ final class FuzzTests: XCTestCase {
     /// Recomputes the CRC of every chunk whose length still fits, so mutations reach the record decoder.
     func fixCRCs(_ bytes: inout [UInt8]) {
         for o in chunkOffsets(bytes) {
-            let n = Int(bytes[o]) | Int(bytes[o + 1]) << 8 | Int(bytes[o + 2]) << 16 | Int(bytes[o + 3]) << 24
+            let n = Int(bytes[o]) | Int(bytes[o + 1]) << 8 | Int(bytes[o + 2]) << 16 | Int(bytes[o + 3] & 0x7F) << 24
             guard n >= 1, o + 8 + n <= bytes.count else { break }
             let crc = CRC32C.checksum(Array(bytes[(o + 8)..<(o + 8 + n)]))
             for k in 0..<4 { bytes[o + 4 + k] = UInt8((crc >> (8 * UInt32(k))) & 0xFF) }

@@ -94,6 +94,16 @@ struct RawTrace {
         bytes += [UInt8(c & 0xFF), UInt8((c >> 8) & 0xFF), UInt8((c >> 16) & 0xFF), UInt8(c >> 24)]
         bytes += payload
     }
+
+    /// Appends a compressed chunk (bit 31 of the length word) holding `stored` as is
+    /// (u32 decompressed length, then zstd frames), with a correct CRC.
+    mutating func compressedChunk(_ stored: [UInt8]) {
+        let n = UInt32(stored.count) | 1 << 31
+        let c = CRC32C.checksum(stored)
+        bytes += [UInt8(n & 0xFF), UInt8((n >> 8) & 0xFF), UInt8((n >> 16) & 0xFF), UInt8(n >> 24)]
+        bytes += [UInt8(c & 0xFF), UInt8((c >> 8) & 0xFF), UInt8((c >> 16) & 0xFF), UInt8(c >> 24)]
+        bytes += stored
+    }
 }
 
 /// Payload encoders for hand-made records.

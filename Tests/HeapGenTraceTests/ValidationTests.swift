@@ -77,7 +77,7 @@ final class ValidationTests: XCTestCase {
         b[8] = 2
         let e = readError(b)
         XCTAssertEqual(e?.kind, .unsupportedVersion)
-        XCTAssertEqual(e?.description, "t.trace: unsupported trace version at byte 8: format version 2.4; this heapgen reads version 1.x")
+        XCTAssertEqual(e?.description, "t.trace: unsupported trace version at byte 8: format version 2.5; this heapgen reads version 1.x")
         b = bytes
         b[9] = 1 // major 257
         XCTAssertEqual(readError(b)?.kind, .unsupportedVersion)
@@ -143,7 +143,7 @@ final class ValidationTests: XCTestCase {
         expectCorrupt(singleChunkTrace(Encode.alloc(11, delta: 0, size: 0), events: 1), "unknown allocation function 11")
         expectCorrupt(singleChunkTrace(Encode.free(18, delta: 0), events: 1), "unknown free function 18")
         expectCorrupt(singleChunkTrace([0x14, 0, 3, 0], events: 1), "unknown mark origin 3")
-        expectCorrupt(singleChunkTrace([0x04], events: 0), "unknown record tag 0x04")
+        expectCorrupt(singleChunkTrace([0x08], events: 0), "unknown record tag 0x08")
         expectCorrupt(singleChunkTrace([0x00], events: 0), "unknown record tag 0x00")
         expectCorrupt(singleChunkTrace(Encode.free(delta: 0), events: 0), "end record counts 0 events but the file has 1")
         expectCorrupt(singleChunkTrace(Encode.process(), events: 0), "second process record")

@@ -45,7 +45,7 @@ final class WriterTests: XCTestCase {
         let path = dir.path("b.trace")
         let writer = try TraceWriter(path: path, process: sampleProcess)
         let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
-        XCTAssertEqual(Array(bytes.prefix(16)), Array("HGTRACE".utf8) + [0, 1, 0, 4, 0, 0, 0, 0, 0]) // 1.4: `referenceGraph` (1.3: `symbols`; 1.2: `inherited`, `stackTruncated`, end reason `corrupt`, `stacksLost`)
+        XCTAssertEqual(Array(bytes.prefix(16)), Array("HGTRACE".utf8) + [0, 1, 0, 5, 0, 0, 0, 0, 0]) // 1.5: compressed chunks, compact events (1.4: `referenceGraph`; 1.3: `symbols`; 1.2: `inherited`, `stackTruncated`, end reason `corrupt`, `stacksLost`)
         XCTAssertEqual(UInt64(bytes.count), writer.bytesWritten)
         var records: [TraceRecord] = []
         XCTAssertThrowsError(try readAll(bytes)) { XCTAssertEqual(($0 as? TraceError)?.kind, .truncated) }
@@ -58,7 +58,8 @@ final class WriterTests: XCTestCase {
     func testChunkingAndMarkFlush() throws {
         let dir = try TemporaryDirectory()
         let path = dir.path("c.trace")
-        let writer = try TraceWriter(path: path, process: sampleProcess)
+        // Plain chunks (CompressionTests has compressed ones).
+        let writer = try TraceWriter(path: path, process: sampleProcess, compressionLevel: nil)
         let start = writer.bytesWritten
         writer.appendAllocation(.malloc, address: 1, size: 1, stack: 0, type: 0)
         XCTAssertEqual(writer.bytesWritten, start, "small records stay in the chunk")
@@ -119,7 +120,7 @@ final class WriterTests: XCTestCase {
     func testWriteFailureIsRecordedAndLaterAppendsDropped() throws {
         let dir = try TemporaryDirectory()
         let path = dir.path("f.trace")
-        let writer = try TraceWriter(path: path, process: sampleProcess)
+        let writer = try TraceWriter(path: path, process: sampleProcess, compressionLevel: nil)
         // Make the disk "full": point the writer's descriptor at /dev/full.
         let full = open("/dev/full", O_WRONLY)
         try XCTSkipIf(full < 0, "no /dev/full")
