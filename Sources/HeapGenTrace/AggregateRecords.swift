@@ -69,9 +69,10 @@ public enum AggregateAddresses {
     static let survivorBase: UInt64 = 0x1000_0000_0000_0000
 }
 
-/// Turns `aggregate` records back into heap events while a trace is read, keeping the
-/// made-up addresses of the blocks still live per group. Memory: one address per block live
-/// in the recorded program (as any replay of the full trace), never per event.
+/// Turns `aggregate` records back into heap events while a trace is read. The blocks of a
+/// group are alike, so a group's live blocks are runs of consecutive made-up addresses
+/// (one run per record entry that kept blocks): memory is per group, never per block or
+/// event. Time is per expanded event, as reading the full trace would take.
 struct AggregateExpander {
     private struct Group: Hashable {
         var stack: UInt32
@@ -80,17 +81,23 @@ struct AggregateExpander {
         var birth: UInt64
     }
 
-    private var live: [Group: [UInt64]] = [:]
+    /// Live made-up addresses `base`, `base + 16`, … (`count` of them).
+    private struct Run {
+        var base: UInt64
+        var count: UInt64
+    }
+
+    private var live: [Group: [Run]] = [:]
     private var nextAddress = AggregateAddresses.survivorBase
     private var nextUntracked = AggregateAddresses.untrackedBase
     /// Epoch of the last record (records come in epoch order).
     private var epoch: UInt64 = 0
 
-    /// Decodes one `aggregate` record (after its tag, `start` its offset in the chunk) and
-    /// delivers its events: per entry, the frees of older blocks, then this epoch's blocks
-    /// (those freed again in the epoch first, as allocation-free pairs), then the untracked
-    /// frees. Adds what it delivers to `events`.
-    mutating func expand(_ c: inout ByteCursor, start: Int, stacks: IdSet, types: IdSet, events: inout UInt64,
+    /// Decodes one `aggregate` record (after its tag) and delivers its events: per entry,
+    /// the frees of older blocks, then this epoch's blocks (those freed again in the epoch
+    /// first, as allocation-free pairs), then the untracked frees. Adds what it delivers to
+    /// `events`.
+    mutating func expand(_ c: inout ByteCursor, stacks: IdSet, types: IdSet, events: inout UInt64,
                          _ body: (TraceRecord) throws -> Void) throws {
         let epochAt = c.position
         let recordEpoch = try c.varint()
@@ -130,16 +137,21 @@ struct AggregateExpander {
                     throw c.corrupt("aggregate entry allocates \(allocated) blocks in epoch \(birth), before its record's epoch \(epoch)",
                                     at: entryAt)
                 }
-                var addresses = live[group] ?? []
-                if UInt64(addresses.count) < freed {
-                    throw c.corrupt("aggregate entry frees \(freed) blocks of a group with \(addresses.count) live", at: entryAt)
+                var runs = live[group] ?? []
+                let available = runs.reduce(0) { $0 &+ $1.count }
+                if available < freed {
+                    throw c.corrupt("aggregate entry frees \(freed) blocks of a group with \(available) live", at: entryAt)
                 }
-                live[group] = nil  // uniquely referenced while it shrinks
-                for _ in 0..<freed {
+                var left = freed
+                while left > 0 {
+                    let last = runs.count - 1
+                    runs[last].count -= 1
+                    left -= 1
                     events &+= 1
-                    try body(.free(function: .free, address: addresses.removeLast()))
+                    try body(.free(function: .free, address: runs[last].base &+ 16 &* runs[last].count))
+                    if runs[last].count == 0 { runs.removeLast() }
                 }
-                if !addresses.isEmpty { live[group] = addresses }
+                live[group] = runs.isEmpty ? nil : runs
             } else {
                 if freed > allocated {
                     throw c.corrupt("aggregate entry frees \(freed) of the \(allocated) blocks it allocates", at: entryAt)
@@ -152,16 +164,13 @@ struct AggregateExpander {
                 }
                 let survivors = allocated - freed
                 if survivors > 0 {
-                    var addresses = live[group] ?? []
-                    live[group] = nil
-                    for _ in 0..<survivors {
-                        let address = nextAddress
-                        nextAddress &+= 16
-                        addresses.append(address)
+                    let run = Run(base: nextAddress, count: survivors)
+                    live[group, default: []].append(run)
+                    for k in 0..<survivors {
                         events &+= 1
-                        try body(.allocation(function: .malloc, address: address, size: size, stack: stack, type: type))
+                        try body(.allocation(function: .malloc, address: run.base &+ 16 &* k, size: size, stack: stack, type: type))
                     }
-                    live[group] = addresses
+                    nextAddress &+= 16 &* survivors
                 }
             }
         }

@@ -243,7 +243,7 @@ struct RecordDecoder {
                 try body(.end(end))
 
             case RecordTag.aggregate:
-                try aggregate.expand(&c, start: start, stacks: stacks, types: types, events: &events, body)
+                try aggregate.expand(&c, stacks: stacks, types: types, events: &events, body)
 
             case RecordTag.symbols:
                 sawSymbols = true
