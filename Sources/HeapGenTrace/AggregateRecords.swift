@@ -9,7 +9,7 @@ extension RecordTag {
 
 extension TraceFormat {
     /// Header flag bit: the trace is aggregated (its heap events are `aggregate` records).
-    public static let aggregatedFlag: UInt32 = 1
+    static let aggregatedFlag: UInt32 = 1
     /// Entries in one `aggregate` record (writers split longer lists).
     static let maxAggregateEntries = 65_536
     /// Largest `allocated`, `freed` or untracked-free count of one record entry: bounds the
