@@ -31,6 +31,7 @@ final class Aggregator {
         var live: UInt64 = 0
         var allocated: UInt64 = 0
         var freed: UInt64 = 0
+        var undone: UInt64 = 0
         var stamp: UInt32 = 0
         var dirty = false
     }
@@ -49,6 +50,9 @@ final class Aggregator {
     private var reusable: [UInt32] = []
     /// Groups born in the current epoch, by site and size.
     private var current: [Key: UInt32] = [:]
+    /// In front of `current`: the group last found for a hash of (site, size), plus one (0:
+    /// none). Checked against the group's fields, so a stale slot only costs the lookup.
+    private var recent = [UInt32](repeating: 0, count: 4096)
     private var dirty: [UInt32] = []
     private var untracked: UInt64 = 0
     /// Marks so far: the current epoch.
@@ -89,15 +93,20 @@ final class Aggregator {
     func undo(address: UInt64, writer: TraceWriter) {
         let change = heap.apply(.reallocUndo(address: address))
         guard let block = change.added else { return }
+        // A block allocated at the address since is replaced, as every replay does.
+        if let replaced = change.removed, replaced.group != Self.raw || block.group != Self.raw {
+            gone(replaced, address: address, writer: writer, realloc: false)
+        }
         if block.group == Self.raw {
             writer.appendReallocUndo(address: address)
             return
         }
         let g = Int(block.group)
         if groups[g].stamp == block.stamp && groups[g].freed > 0 {
-            // A block of its group was freed in this epoch (blocks of a group are alike): take
-            // that free back.
+            // A block of its group was freed in this epoch (blocks of a group are alike): that
+            // free becomes a failed realloc.
             groups[g].freed -= 1
+            groups[g].undone &+= 1
             groups[g].live &+= 1
         } else {
             // Its free was written with an earlier epoch: it counts as allocated again now.
@@ -118,9 +127,10 @@ final class Aggregator {
         for g in dirty {
             let group = groups[Int(g)]
             entries.append(AggregateEntry(stack: group.stack, type: group.type, size: group.size, birth: group.birth,
-                                          allocated: group.allocated, freed: group.freed))
+                                          allocated: group.allocated, freed: group.freed, undone: group.undone))
             groups[Int(g)].allocated = 0
             groups[Int(g)].freed = 0
+            groups[Int(g)].undone = 0
             groups[Int(g)].dirty = false
         }
         // Older groups first: the reader frees before it allocates, as a heap that is reused.
@@ -158,7 +168,22 @@ final class Aggregator {
     /// The group of the current epoch for this site and size, made if new.
     @inline(__always)
     private func group(stack: UInt32, type: UInt32, size: UInt64) -> UInt32 {
-        let key = Key(stack: stack, type: type, size: size)
+        var h = (UInt64(stack) << 32 | UInt64(type)) &* 0x9E37_79B9_7F4A_7C15 ^ size &* 0xC2B2_AE3D_27D4_EB4F
+        h ^= h >> 29
+        let slot = Int(truncatingIfNeeded: h) & (recent.count - 1)
+        let cached = recent[slot]
+        if cached != 0 {
+            let g = groups[Int(cached - 1)]
+            if g.birth == epoch && g.stack == stack && g.type == type && g.size == size { return cached - 1 }
+        }
+        let g = lookup(Key(stack: stack, type: type, size: size))
+        recent[slot] = g + 1
+        return g
+    }
+
+    /// The group of the current epoch for `key`, made if new.
+    private func lookup(_ key: Key) -> UInt32 {
+        let (stack, type, size) = (key.stack, key.type, key.size)
         if let g = current[key] { return g }
         let g: UInt32
         if let reused = reusable.popLast() {

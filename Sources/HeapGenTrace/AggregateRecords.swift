@@ -32,17 +32,22 @@ public struct AggregateEntry: Sendable, Equatable {
     /// Blocks allocated in this epoch (0 unless `birth` is this epoch).
     public var allocated: UInt64
     /// Blocks of the group freed in this epoch (of this epoch's `allocated` when `birth` is
-    /// this epoch; else of the blocks still live from `birth`).
+    /// this epoch; else of the blocks still live from `birth`), not counting `undone`.
     public var freed: UInt64
+    /// Reallocs of the group's blocks that failed in this epoch: each a free taken back
+    /// by its undo (the block stayed live).
+    public var undone: UInt64
 
     /// Creates an entry.
-    public init(stack: UInt32, type: UInt32, size: UInt64, birth: UInt64, allocated: UInt64, freed: UInt64) {
+    public init(stack: UInt32, type: UInt32, size: UInt64, birth: UInt64, allocated: UInt64, freed: UInt64,
+                undone: UInt64 = 0) {
         self.stack = stack
         self.type = type
         self.size = size
         self.birth = birth
         self.allocated = allocated
         self.freed = freed
+        self.undone = undone
     }
 }
 
@@ -125,10 +130,12 @@ struct AggregateExpander {
             let birth = try c.varint()
             let allocated = try c.varint()
             let freed = try c.varint()
+            let undone = try c.varint()
             if birth > epoch {
                 throw c.corrupt("aggregate entry born in epoch \(birth), after its record's epoch \(epoch)", at: entryAt)
             }
-            if allocated > TraceFormat.maxAggregateCount || freed > TraceFormat.maxAggregateCount {
+            if allocated > TraceFormat.maxAggregateCount || freed > TraceFormat.maxAggregateCount
+                || undone > TraceFormat.maxAggregateCount {
                 throw c.corrupt("aggregate entry count above 2^40", at: entryAt)
             }
             let group = Group(stack: stack, type: type, size: size, birth: birth)
@@ -142,24 +149,38 @@ struct AggregateExpander {
                 if available < freed {
                     throw c.corrupt("aggregate entry frees \(freed) blocks of a group with \(available) live", at: entryAt)
                 }
+                if undone > 0 && available == 0 {
+                    throw c.corrupt("aggregate entry undoes \(undone) reallocs of a group with no block", at: entryAt)
+                }
+                var pairs = undone
                 var left = freed
                 while left > 0 {
                     let last = runs.count - 1
                     runs[last].count -= 1
                     left -= 1
+                    let address = runs[last].base &+ 16 &* runs[last].count
+                    try Self.failedReallocs(&pairs, address, &events, body)
                     events &+= 1
-                    try body(.free(function: .free, address: runs[last].base &+ 16 &* runs[last].count))
+                    try body(.free(function: .free, address: address))
                     if runs[last].count == 0 { runs.removeLast() }
+                }
+                if let last = runs.last {
+                    try Self.failedReallocs(&pairs, last.base &+ 16 &* (last.count - 1), &events, body)
                 }
                 live[group] = runs.isEmpty ? nil : runs
             } else {
                 if freed > allocated {
                     throw c.corrupt("aggregate entry frees \(freed) of the \(allocated) blocks it allocates", at: entryAt)
                 }
+                if undone > 0 && allocated == 0 {
+                    throw c.corrupt("aggregate entry undoes \(undone) reallocs of a group with no block", at: entryAt)
+                }
+                var pairs = undone
                 for _ in 0..<freed {
                     events &+= 2
                     try body(.allocation(function: .malloc, address: AggregateAddresses.transient, size: size,
                                          stack: stack, type: type))
+                    try Self.failedReallocs(&pairs, AggregateAddresses.transient, &events, body)
                     try body(.free(function: .free, address: AggregateAddresses.transient))
                 }
                 let survivors = allocated - freed
@@ -169,6 +190,7 @@ struct AggregateExpander {
                     for k in 0..<survivors {
                         events &+= 1
                         try body(.allocation(function: .malloc, address: run.base &+ 16 &* k, size: size, stack: stack, type: type))
+                        try Self.failedReallocs(&pairs, run.base &+ 16 &* k, &events, body)
                     }
                     nextAddress &+= 16 &* survivors
                 }
@@ -178,6 +200,18 @@ struct AggregateExpander {
             events &+= 1
             try body(.free(function: .free, address: nextUntracked))
             nextUntracked &+= 16
+        }
+    }
+
+    /// Delivers `pairs` failed reallocs (a realloc's free, then its undo) of the live block
+    /// at `address`, once: the full trace's events of the reallocs that failed in the epoch.
+    private static func failedReallocs(_ pairs: inout UInt64, _ address: UInt64, _ events: inout UInt64,
+                                       _ body: (TraceRecord) throws -> Void) throws {
+        while pairs > 0 {
+            pairs -= 1
+            events &+= 2
+            try body(.free(function: .realloc, address: address))
+            try body(.reallocUndo(address: address))
         }
     }
 }

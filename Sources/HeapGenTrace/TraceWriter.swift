@@ -445,7 +445,7 @@ public final class TraceWriter {
         repeat {
             let end = min(entries.count, start + TraceFormat.maxAggregateEntries)
             let untracked = start == 0 ? untrackedFrees : 0
-            reserve(1 + 3 * Varint.maxBytes + (end - start) * 6 * Varint.maxBytes)
+            reserve(1 + 3 * Varint.maxBytes + (end - start) * 7 * Varint.maxBytes)
             let p = buffer
             p[position] = RecordTag.aggregate
             position = Varint.put(epoch, into: p, at: position &+ 1)
@@ -459,7 +459,8 @@ public final class TraceWriter {
                 position = Varint.put(entry.birth, into: p, at: position)
                 position = Varint.put(entry.allocated, into: p, at: position)
                 position = Varint.put(entry.freed, into: p, at: position)
-                events &+= entry.allocated &+ entry.freed
+                position = Varint.put(entry.undone, into: p, at: position)
+                events &+= entry.allocated &+ entry.freed &+ 2 &* entry.undone
             }
             endLargeRecord()
             start = end

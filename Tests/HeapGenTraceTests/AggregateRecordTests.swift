@@ -58,6 +58,22 @@ final class AggregateRecordTests: XCTestCase {
         XCTAssertEqual(end.eventCount, 15, "10 allocations, 4 frees, 1 mark: the expanded events")
     }
 
+    /// `undone` failed reallocs are a realloc's free and its undo on a block of the group,
+    /// which stays live.
+    func testFailedReallocsExpandIntoFreeAndUndo() throws {
+        let bytes = try writeTrace { w in
+            w.aggregate(epoch: 0, untrackedFrees: 0, entries: [.init(stack: 0, type: 0, size: 8, birth: 0, allocated: 1, freed: 0)])
+            w.mark(label: "m", timeNanoseconds: 1, origin: .program)
+            w.aggregate(epoch: 1, untrackedFrees: 0, entries: [.init(stack: 0, type: 0, size: 8, birth: 0, allocated: 0, freed: 0, undone: 2)])
+        }
+        let events = try readAll(bytes).filter {
+            switch $0 { case .allocation, .free, .reallocUndo: true; default: false }
+        }
+        guard case let .allocation(_, address, _, _, _) = events.first else { return XCTFail("\(events)") }
+        XCTAssertEqual(Array(events.dropFirst()), [.free(function: .realloc, address: address), .reallocUndo(address: address),
+                                                   .free(function: .realloc, address: address), .reallocUndo(address: address)])
+    }
+
     func testAPlainTraceIsNotAggregated() throws {
         let bytes = try writeTrace { $0.appendAllocation(.malloc, address: 0x10, size: 1, stack: 0, type: 0) }
         XCTAssertFalse(try TraceReader(bytes: bytes).isAggregated)
@@ -97,6 +113,9 @@ final class AggregateRecordTests: XCTestCase {
             ("aggregate record of epoch 1 after one of epoch 2", { w in
                 w.aggregate(epoch: 2, untrackedFrees: 1, entries: [])
                 w.aggregate(epoch: 1, untrackedFrees: 1, entries: [])
+            }),
+            ("undoes 2 reallocs of a group with no block", { w in
+                w.aggregate(epoch: 0, untrackedFrees: 0, entries: [.init(stack: 0, type: 0, size: 8, birth: 0, allocated: 0, freed: 0, undone: 2)])
             }),
             ("count above 2^40", { w in
                 w.aggregate(epoch: 0, untrackedFrees: 0, entries: [.init(stack: 0, type: 0, size: 8, birth: 0, allocated: 1 << 41, freed: 0)])

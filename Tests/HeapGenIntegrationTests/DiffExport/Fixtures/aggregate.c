@@ -7,7 +7,8 @@
  *   - leak_pair: 2 × 40 B and 1 × 24 B, kept forever (a staircase);
  *   - cache_put: one 64 B entry; the cache keeps the newest 3 (a plateau);
  *   - churn: 2000 blocks of 16…128 B, each freed before the next mark (transient);
- *   - grow: reallocs one buffer 256 B larger (the old block goes, the new one is kept);
+ *   - grow: reallocs one buffer 256 B larger (the old block goes, the new one is kept),
+ *     after a realloc to 2^62 bytes that fails (the shim records the free and its undo);
  *   - late: a 100 B block freed two cycles later;
  *   - zeroed: a calloc'ed 3 × 20 B block freed at the next cycle.
  * Nothing else allocates: no stdio.
@@ -54,6 +55,10 @@ NOINLINE void churn(void) {
 }
 
 NOINLINE void grow(void) {
+    if (buffer) {
+        void *huge = realloc(buffer, (size_t)1 << 62);
+        if (huge) buffer = huge; /* never: no heap that large */
+    }
     buffer_size += 256;
     buffer = realloc(buffer, buffer_size);
     memset(buffer, 1, buffer_size);
