@@ -21,11 +21,11 @@ final class AggregateTests: XCTestCase {
     }
 
     /// A JSON document without what differs between two runs of one program: addresses
-    /// (ASLR), pids, the trace's path, times.
+    /// (ASLR), pids, the paths of the traces, times.
     private func normalized(_ any: Any) -> Any {
         if let object = any as? [String: Any] {
             var out: [String: Any] = [:]
-            for (key, value) in object where !["address", "pid", "ppid", "trace"].contains(key)
+            for (key, value) in object where !["address", "pid", "ppid", "trace", "otherTraces"].contains(key)
                 && !key.lowercased().contains("time") && !key.contains("Nanoseconds") {
                 out[key] = normalized(value)
             }
@@ -106,6 +106,27 @@ final class AggregateTests: XCTestCase {
             XCTAssertEqual(a, b, "\(extra)")
             XCTAssertFalse(b.isEmpty)
         }
+    }
+
+    /// A forked child's trace starts with the blocks it inherited (written as events in an
+    /// aggregated trace too, then freed or kept): its report is the full trace's, as is the
+    /// parent's.
+    func testForkedChildAndParentReportAsTheFullTraces() throws {
+        let recording = (DiffExportFixture.directory as NSString)
+            .appendingPathComponent("../../Recording/Fixtures")
+        let program = try FixtureCompiler.build("daemon.c", in: (recording as NSString).standardizingPath)
+        var reports: [[String]] = []
+        for flags in [[], ["--aggregate"]] {
+            let root = try HeapGenCLI.record(program, flags: flags)
+            let directory = (root as NSString).deletingLastPathComponent
+            let traces = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix("x.trace") }.sorted()
+            XCTAssertEqual(traces.count, 2, "the parent's and the child's: \(traces)")
+            reports.append(try traces.map { name in
+                try text(try HeapGenCLI.json(["report", directory + "/" + name, "--format", "json"]))
+            })
+        }
+        XCTAssertEqual(reports[0], reports[1])
+        XCTAssertTrue(reports[1].joined().contains("make_session"), reports[1].joined())
     }
 
     /// `dump` needs the individual records; the scans need blocks at real addresses.
