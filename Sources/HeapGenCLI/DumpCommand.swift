@@ -1,6 +1,7 @@
 // `heapgen dump`: every record of a trace, one line each.
 
 import ArgumentParser
+import HeapGenRecord
 import HeapGenTrace
 
 /// `heapgen dump TRACE`
@@ -14,7 +15,8 @@ struct DumpCommand: ParsableCommand {
             A trace whose collector was killed ends with the reader's own end line \
             (salvaged=BYTES) and a warning. Exits with 65 if the trace is corrupt (after \
             printing the records before the problem), 66 if it cannot be opened or is not a \
-            regular file.
+            regular file, 64 for an aggregated trace (record --aggregate), which keeps \
+            counts, not records.
             """
     )
 
@@ -25,7 +27,14 @@ struct DumpCommand: ParsableCommand {
         let out = OutputBuffer()
         do {
             var reader = try TraceReader(path: trace)
+            if reader.isAggregated {
+                // Its events are made up from counts: printing them would pass them off as recorded.
+                standardError("heapgen: \(trace): an aggregated trace (record --aggregate) keeps counts per site and generation, not the individual records dump prints; use report, diff or export\n")
+                throw ExitCode(ExitCodes.usage)
+            }
             try reader.forEach { out.line(Self.line($0)) }
+        } catch let refusal as ExitCode {
+            throw refusal
         } catch {
             out.flush()
             throw traceFailure(error)

@@ -70,6 +70,9 @@ enum SummaryTable {
         if !p.arguments.isEmpty { rows.append(("arguments", Report.Program.shellQuoted(p.arguments))) }
         rows.append(("ended", endDescription(s.end)))
         rows.append(("events", HumanUnits.count(s.eventCount)))
+        if s.aggregated == true {
+            rows.append(("aggregated", "counts per site, size and generation (record --aggregate): calls count as malloc and free, no addresses"))
+        }
         let inheritedName = AllocationFunction.inherited.name
         let allocated = s.allocations.filter { $0.key != inheritedName }.values.reduce(UInt64(0)) { $0 &+ $1.bytes }
         rows.append(("allocations", "\(HumanUnits.count(s.allocationCount)) (\(HumanUnits.bytes(allocated)))"))

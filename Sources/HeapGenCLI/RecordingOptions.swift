@@ -55,6 +55,9 @@ struct RecordingOptions<Command: QuietFlagHelp>: ParsableArguments {
         valueName: "label"))
     var retentionAt: [String] = []
 
+    @Flag(help: "Bounded long runs: fold allocations and frees into per-site, per-generation counts written at each mark instead of one record per event, so the trace grows with marks and sites, not with run time. report, diff, export and check work on it; dump, --leaks and --retention need the individual blocks and refuse it.")
+    var aggregate = false
+
     /// Checks the durations and the ring size. Not `validate()`: ArgumentParser runs a
     /// group's `validate()` while parsing, before the command's check of the program
     /// words, and a missing program must be reported first.
@@ -75,6 +78,11 @@ struct RecordingOptions<Command: QuietFlagHelp>: ParsableArguments {
         // ignores a longer list: refuse it here rather than take no graph at all.
         if retentionAt.reduce(0, { $0 + $1.utf8.count + 1 }) > 4095 {
             throw ValidationError("--retention-at labels take at most 4,094 bytes together (each counts its length plus one).")
+        }
+        // The scans name blocks by address; an aggregated trace keeps no addresses to match.
+        if aggregate && (leaks || retention || !retentionAt.isEmpty) {
+            let flag = leaks ? "--leaks" : retention ? "--retention" : "--retention-at"
+            throw ValidationError("--aggregate cannot be combined with \(flag): an aggregated trace keeps no individual blocks for a scan to name.")
         }
         if let ringSlots, !Recorder.validRingSlots(ringSlots) {
             throw ValidationError("--ring-slots must be a power of two between \(Recorder.minRingSlots) and \(Recorder.maxRingSlots).")
@@ -99,6 +107,7 @@ struct RecordingOptions<Command: QuietFlagHelp>: ParsableArguments {
         options.retention = retention
         options.retentionAt = retentionAt
         options.storeSymbols = !noSymbols
+        options.aggregate = aggregate
         if !self.quiet { options.progress = RecordingProgressLine.make() }
         return options
     }

@@ -234,7 +234,10 @@ final class ControlChannel {
         case .success(let c): captured = c
         case .failure(let e): return .failure(e)
         }
-        if let record = captured.graph { seg.writer.referenceGraph(record) }
+        // An aggregated trace has no blocks at real addresses for a graph or a leak list to
+        // name: the answer goes to the program, nothing to the trace.
+        let writesScan = seg.aggregator == nil
+        if writesScan, let record = captured.graph { seg.writer.referenceGraph(record) }
         let blocks = captured.blocks, addresses = captured.addresses, marked = captured.marked
         let owners = captured.owners, result = captured.result, graphNote = captured.graphNote
         guard judge else {
@@ -253,13 +256,15 @@ final class ControlChannel {
             unreachable.append(addresses[i])
             if marked[i] == 2 { indirect.append(IndirectLeak(address: addresses[i], owner: addresses[Int(owners[i])])) }
         }
-        seg.writer.unreachable(unreachable)
-        seg.writer.indirectLeaks(indirect)
+        if writesScan {
+            seg.writer.unreachable(unreachable)
+            seg.writer.indirectLeaks(indirect)
+        }
         // The program's __lsan_default_suppressions() text: its thread waits for this answer.
         if let at = request.address("lsan"), at != 0 {
             var text = [CChar](repeating: 0, count: 65_536)
             let n = hg_read_remote_string(seg.pid, at, &text, text.count)
-            if n >= 0 {
+            if n >= 0 && writesScan {
                 seg.writer.programSuppressions(String(decoding: text.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self))
             } else {
                 printDiagnostic("warning: cannot read the text of __lsan_default_suppressions() in process \(seg.pid) (unreadable, or longer than 64 KiB): ignored")

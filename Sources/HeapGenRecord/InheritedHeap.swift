@@ -80,6 +80,7 @@ struct InheritedHeap {
             let type = typeIDs[block.type] ?? 0
             w.appendAllocation(.inherited, address: block.address, size: block.size, stack: stack, type: type)
             child.liveHeap?.allocate(address: block.address, size: block.size, stack: stack, type: type, position: 0)
+            child.aggregator?.inherit(address: block.address, size: block.size, stack: stack, type: type)
         }
         child.inheritedBlocks = UInt64(blocks.count)
     }

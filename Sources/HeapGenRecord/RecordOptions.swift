@@ -37,6 +37,10 @@ public struct RecordOptions: Sendable {
     /// `--retention-at LABEL`: right after each program mark with one of these labels, the
     /// shim asks for a scan that takes the reference graph there (threads stopped).
     public var retentionAt: [String] = []
+    /// `--aggregate`: fold heap events into per-site, per-generation counts written at each
+    /// mark (and at the end), so that disk use grows with marks and sites, not with events.
+    /// Individual blocks are not in the trace (`dump` refuses it); not with the scans.
+    public var aggregate: Bool = false
     /// The collector tracks every live block from the start: some scan will need them.
     public var tracksLiveBlocks: Bool { scanLeaks || retention || !retentionAt.isEmpty }
     /// At the end, store in each trace what its stacks symbolicate to (`--no-symbols` turns

@@ -549,6 +549,14 @@ final class RecordingLoop {
         usedPaths.insert(path)
         writer.keepsSymbolInputs = options.storeSymbols
         let seg = Segment(raw: raw, origin: origin, image: image, path: path, writer: writer)
+        if options.aggregate {
+            do {
+                try writer.markAggregated()
+            } catch {
+                printDiagnostic("cannot write the trace \(path): \(error)")
+            }
+            seg.aggregator = Aggregator()
+        }
         seg.sequence = acceptedCount
         // Followed forks: a child starts with the live heap it inherits (InheritedHeap).
         if options.followFork { seg.liveHeap = LiveTracker(since: 0) }
@@ -727,6 +735,7 @@ final class RecordingLoop {
                             freeNullCalls: c.freeNullCalls, unwindFallbacks: c.unwindFallbacks,
                             stacksLost: c.stacksLost)
         var failure: String?
+        seg.aggregator?.flush(seg.writer, closing: false)
         do {
             try seg.writer.finish(end)
         } catch {

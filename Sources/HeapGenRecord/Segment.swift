@@ -64,6 +64,8 @@ final class Segment {
     /// followed: the collector's own. With `--leaks` (not in a forked child) it is also
     /// the control channel's tracker until the program sends `untrack`.
     var liveHeap: LiveTracker?
+    /// `--aggregate`: folds heap events into counts written at marks (nil: events are written).
+    var aggregator: Aggregator?
     /// Frames of the stacks this image inherited at its fork (ids from ``InheritedHeap/firstID``).
     var inheritedFrames: [UInt32: [UInt64]] = [:]
     /// Blocks this image inherited at its fork.

@@ -120,22 +120,26 @@ final class SegmentDrainer {
                     seg.undefinedTypes &+= 1
                     type = 0
                 }
-                w.appendAllocation(AllocationFunction(rawValue: UInt8(truncatingIfNeeded: kind)) ?? .malloc,
-                                   address: s.addr, size: s.size_kind & sizeMask, stack: stack, type: type)
+                if let aggregator = seg.aggregator {
+                    aggregator.allocate(address: s.addr, size: s.size_kind & sizeMask, stack: stack, type: type, writer: w)
+                } else {
+                    w.appendAllocation(AllocationFunction(rawValue: UInt8(truncatingIfNeeded: kind)) ?? .malloc,
+                                       address: s.addr, size: s.size_kind & sizeMask, stack: stack, type: type)
+                }
                 if let tracker {
                     tracker.allocate(address: s.addr, size: s.size_kind & sizeMask, stack: stack, type: type, position: s.seq)
                 }
                 if let heap { heap.allocate(address: s.addr, size: s.size_kind & sizeMask, stack: stack, type: type, position: s.seq) }
             case UInt32(HG_K_FREE.rawValue):
-                w.appendFree(.free, address: s.addr)
+                if let aggregator = seg.aggregator { aggregator.free(address: s.addr, realloc: false, writer: w) } else { w.appendFree(.free, address: s.addr) }
                 if let tracker { tracker.free(address: s.addr, realloc: false) }
                 if let heap { heap.free(address: s.addr, realloc: false) }
             case UInt32(HG_K_REALLOC_FREE.rawValue):
-                w.appendFree(.realloc, address: s.addr)
+                if let aggregator = seg.aggregator { aggregator.free(address: s.addr, realloc: true, writer: w) } else { w.appendFree(.realloc, address: s.addr) }
                 if let tracker { tracker.free(address: s.addr, realloc: true) }
                 if let heap { heap.free(address: s.addr, realloc: true) }
             case UInt32(HG_K_REALLOC_UNDO.rawValue):
-                w.appendReallocUndo(address: s.addr)
+                if let aggregator = seg.aggregator { aggregator.undo(address: s.addr, writer: w) } else { w.appendReallocUndo(address: s.addr) }
                 if let tracker { tracker.undo(address: s.addr) }
                 if let heap { heap.undo(address: s.addr) }
             case UInt32(HG_K_FORK.rawValue):
@@ -235,6 +239,7 @@ final class SegmentDrainer {
             let label = s.ref == 0 ? "" : string(seg, ref: s.ref)
             if label == nil { seg.badRecords &+= 1 }
             let origin = MarkOrigin(rawValue: UInt8(truncatingIfNeeded: s.aux)) ?? .external
+            seg.aggregator?.flush(w)  // the mark closes the epoch
             w.mark(label: label ?? "", timeNanoseconds: s.size_kind & sizeMask, origin: origin)
             seg.control.tracker?.mark(label: label ?? "", time: s.size_kind & sizeMask, origin: origin)
             if origin != .timer { seg.settleDue = s.size_kind & sizeMask }

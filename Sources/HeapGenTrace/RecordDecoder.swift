@@ -18,6 +18,8 @@ struct RecordDecoder {
     var records: UInt64 = 0
     /// A `referenceGraph` being read: only its parts may come until its end part.
     var graph: ReferenceGraphAssembly?
+    /// Expands `aggregate` records (aggregated traces) into heap events.
+    var aggregate = AggregateExpander()
 
     init(file: String) {
         self.file = file
@@ -339,6 +341,9 @@ struct RecordDecoder {
                 if !c.atEnd { throw c.corrupt("record after the end record") }
                 sawEnd = true
                 try body(.end(end))
+
+            case RecordTag.aggregate:
+                try aggregate.expand(&c, stacks: stacks, types: types, events: &events, body)
 
             case RecordTag.symbols:
                 sawSymbols = true

@@ -83,6 +83,11 @@ public struct TraceSummary: Sendable, Codable {
     /// Reallocs still pending at the end (realloc(p, 0), or moved blocks never reused).
     public var pendingReallocsAtEnd: Int = 0
 
+    /// True for an aggregated trace (``TraceReader/isAggregated``): its counts per site, size
+    /// and generation are the recorded ones, but every allocation counts as `malloc`, every
+    /// free as `free`, and event positions are those of the expanded events. Absent otherwise.
+    public var aggregated: Bool?
+
     /// Consistency problems, one line each (the first 100; the counters below are complete).
     public var problems: [String] = []
     /// Frees of an address that was not live.
@@ -120,6 +125,7 @@ public struct TraceSummary: Sendable, Codable {
             problems.append("… and \(builder.problemCount - problems.count) more problems")
         }
         self.file = reader.name
+        if reader.isAggregated { aggregated = true }
         self.process = process
         self.end = end
         for function in AllocationFunction.allCases where builder.allocCalls[Int(function.rawValue)] > 0 {

@@ -582,6 +582,56 @@ public final class TraceWriter {
         }
     }
 
+    // MARK: Aggregated traces
+
+    /// Sets the header's aggregated flag (``TraceFormat/aggregatedFlag``): the trace's heap
+    /// events are ``aggregate(epoch:untrackedFrees:entries:)`` records. Call once, right after
+    /// creating the writer.
+    ///
+    /// - Throws: ``TraceError`` (`.io`) if the header cannot be rewritten.
+    public func markAggregated() throws {
+        var flags = TraceFormat.aggregatedFlag.littleEndian
+        let n = withUnsafeBytes(of: &flags) { raw in pwrite(fd, raw.baseAddress!, raw.count, 12) }
+        if n != 4 {
+            let e = errno
+            let error = TraceError(.io, "cannot write trace header: \(SystemCalls.errorString(e))", offset: 12, file: path)
+            if firstError == nil { firstError = error }
+            writable = false
+            throw error
+        }
+    }
+
+    /// Appends `aggregate` records closing epoch `epoch` (split at 65,536 entries): per
+    /// group, blocks allocated and freed in the epoch, and `untrackedFrees` frees of
+    /// addresses that were not live. Counts the events a reader expands them to.
+    public func aggregate(epoch: UInt64, untrackedFrees: UInt64, entries: [AggregateEntry]) {
+        guard writable, untrackedFrees > 0 || !entries.isEmpty else { return }
+        var start = 0
+        repeat {
+            let end = min(entries.count, start + TraceFormat.maxAggregateEntries)
+            let untracked = start == 0 ? untrackedFrees : 0
+            reserve(1 + 3 * Varint.maxBytes + (end - start) * 7 * Varint.maxBytes)
+            let p = buffer
+            p[position] = RecordTag.aggregate
+            position = Varint.put(epoch, into: p, at: position &+ 1)
+            position = Varint.put(untracked, into: p, at: position)
+            position = Varint.put(UInt64(end - start), into: p, at: position)
+            events &+= untracked
+            for entry in entries[start..<end] {
+                position = Varint.put(UInt64(entry.stack), into: p, at: position)
+                position = Varint.put(UInt64(entry.type), into: p, at: position)
+                position = Varint.put(entry.size, into: p, at: position)
+                position = Varint.put(entry.birth, into: p, at: position)
+                position = Varint.put(entry.allocated, into: p, at: position)
+                position = Varint.put(entry.freed, into: p, at: position)
+                position = Varint.put(entry.undone, into: p, at: position)
+                events &+= entry.allocated &+ entry.freed &+ 2 &* entry.undone
+            }
+            endLargeRecord()
+            start = end
+        } while start < entries.count
+    }
+
     /// Writes the pending chunk.
     ///
     /// - Throws: ``TraceError`` (`.io`): this write's error, or the earlier ``failure``.

@@ -72,5 +72,22 @@ struct MakeSeeds {
             for address in live { w.appendFree(.free, address: address) }
             try w.finish(EndRecord(reason: .exited))
         }
+        // Aggregated (`record --aggregate`): counts per group at marks, expanded by the reader.
+        w = try TraceWriter(path: "\(directory)/aggregated.trace", process: process)
+        try w.markAggregated()
+        w.defineStack(id: 1, frames: [0x40_1000, 0x40_2000])
+        w.defineStack(id: 2, frames: [0x40_3000])
+        w.appendAllocation(.inherited, address: 0x9000, size: 16, stack: 2, type: 0)
+        w.aggregate(epoch: 0, untrackedFrees: 2, entries: [
+            AggregateEntry(stack: 1, type: 0, size: 48, birth: 0, allocated: 9, freed: 4, undone: 1),
+            AggregateEntry(stack: 2, type: 0, size: 1000, birth: 0, allocated: 2, freed: 0),
+        ])
+        w.mark(label: "cycle", timeNanoseconds: 10, origin: .program)
+        w.appendFree(.free, address: 0x9000)
+        w.aggregate(epoch: 1, untrackedFrees: 0, entries: [
+            AggregateEntry(stack: 1, type: 0, size: 48, birth: 0, allocated: 0, freed: 3, undone: 2),
+            AggregateEntry(stack: 2, type: 0, size: 1000, birth: 1, allocated: 5, freed: 5),
+        ])
+        try w.finish(EndRecord(reason: .exited))
     }
 }
