@@ -48,13 +48,13 @@ final class ProgressTests: XCTestCase {
         let piped = try HeapGenCLI.run(["report", trace], environment: terminalEnvironment())
         XCTAssertEqual(piped.status, 0, piped.transcript)
         XCTAssertFalse(piped.stderrText.contains("\u{1B}"), "a pipe got terminal escapes:\n\(piped.stderrText)")
-        XCTAssertFalse(piped.stderrText.contains("heapgen: reading"), piped.stderrText)
+        XCTAssertFalse(piped.stderrText.contains("x.trace (pass"), piped.stderrText)
 
         let out = try TestPaths.freshDirectory("progress-out") + "/report.txt"
         let run = try onTerminal("\(shellQuote(try TestPaths.heapgen())) report \(shellQuote(trace)) > \(shellQuote(out))",
                                  environment: terminalEnvironment())
         XCTAssertEqual(run.status, 0, run.screen)
-        XCTAssertTrue(run.screen.contains("heapgen: reading x.trace (pass 1): "), run.screen)
+        // A compressed trace this small is read in one go: then only the "read" line shows.
         XCTAssertTrue(run.screen.contains("heapgen: read x.trace (pass 1), working"), run.screen)
         // The line is erased before heapgen ends: the last thing drawn is the erase.
         let drawn = run.screen.components(separatedBy: "\r\u{1B}[K")
@@ -70,7 +70,7 @@ final class ProgressTests: XCTestCase {
         for command in ["diff \(shellQuote(trace)) --from start --to end", "export \(shellQuote(trace)) --format collapsed"] {
             let run = try onTerminal("\(heapgen) \(command) > /dev/null", environment: terminalEnvironment())
             XCTAssertEqual(run.status, 0, "\(command):\n\(run.screen)")
-            XCTAssertTrue(run.screen.contains("heapgen: reading x.trace"), "\(command):\n\(run.screen)")
+            XCTAssertTrue(run.screen.contains("x.trace (pass 1)"), "\(command):\n\(run.screen)")
         }
     }
 
@@ -80,7 +80,7 @@ final class ProgressTests: XCTestCase {
         for extra in [["CI": "true"], ["HEAPGEN_PROGRESS": "0"], ["TERM": "dumb"]] {
             let run = try onTerminal("\(heapgen) report \(shellQuote(trace)) > /dev/null", environment: terminalEnvironment(extra))
             XCTAssertEqual(run.status, 0, run.screen)
-            XCTAssertFalse(run.screen.contains("heapgen: reading"), "\(extra):\n\(run.screen)")
+            XCTAssertFalse(run.screen.contains("x.trace (pass"), "\(extra):\n\(run.screen)")
         }
     }
 

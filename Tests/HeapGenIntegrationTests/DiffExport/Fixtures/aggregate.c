@@ -40,10 +40,16 @@ NOINLINE void cache_put(void) {
     cache_next = (cache_next + 1) % 3;
 }
 
+static int churn_blocks = 2000;
+
 NOINLINE void churn(void) {
     void *held[8];
-    for (int i = 0; i < 2000; i++) {
-        void *p = malloc(16 * (1 + i % 8));
+    for (int i = 0; i < churn_blocks; i++) {
+        /* Sizes from a fixed-seed xorshift: a pattern a compressor could fold away
+         * would hide how the full trace grows with events. */
+        static unsigned long long x = 88172645463325252ull;
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        void *p = malloc(16 * (1 + x % 8));
         memset(p, i, 16);
         if (i % 8 == 7) {
             for (int k = 0; k < 7; k++) free(held[k]);
@@ -79,6 +85,7 @@ NOINLINE void zeroed(void) {
 
 int main(int argc, char **argv) {
     int cycles = argc > 1 ? atoi(argv[1]) : 6;
+    if (argc > 2) churn_blocks = atoi(argv[2]) / 8 * 8;
     if (cycles > 60) cycles = 60;
     HEAPGEN_MARK("start");
     for (int c = 1; c <= cycles; c++) {
