@@ -90,7 +90,7 @@ public struct GenerationAnalyzer {
 
     // Definitions.
     var typeNames: [UInt32: String] = [:]
-    var stackFrames: [UInt32: [UInt64]] = [:]
+    var stackFrames = StackFrameStore()
     var stackRecords: [UInt32: UInt64] = [:]
     var truncatedStacks: [UInt32: Int] = [:]
     var modules: [ModuleEvent] = []
@@ -186,12 +186,12 @@ public struct GenerationAnalyzer {
         case let .mark(label, time, origin):
             mark(label: label, time: time, origin: origin)
         case let .stack(id, frames):
-            stackFrames[id] = frames
+            stackFrames.define(id, frames: frames)
             stackRecords[id] = recordIndex
             let first = stackIdentity.canonical(id, frames: frames)
             if first != id { stackAlias[id] = first }
         case let .stackTruncated(id):
-            truncatedStacks[id] = stackFrames[id]?.count ?? 0
+            truncatedStacks[id] = stackFrames.depth(of: id) ?? 0
         case let .type(id, _, name):
             typeNames[id] = name
         case let .moduleLoad(module):

@@ -245,7 +245,7 @@ struct RegroupingData: Sendable, Equatable {
     var scopeSnapshot: [Int] = []
     var scopeSurvivors: [[Int: ObjectsAndBytes]] = []
     /// Every stack definition of the trace, and where it was defined.
-    var stackFrames: [UInt32: [UInt64]] = [:]
+    var stackFrames = StackFrameStore()
     var stackRecords: [UInt32: UInt64] = [:]
 
     func totals(of s: Int) -> SiteTotals {
