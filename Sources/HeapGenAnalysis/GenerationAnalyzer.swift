@@ -91,7 +91,6 @@ public struct GenerationAnalyzer {
     // Definitions.
     var typeNames: [UInt32: String] = [:]
     var stackFrames = StackFrameStore()
-    var stackRecords: [UInt32: UInt64] = [:]
     var truncatedStacks: [UInt32: Int] = [:]
     var modules: [ModuleEvent] = []
     var process: ProcessRecord?
@@ -186,8 +185,7 @@ public struct GenerationAnalyzer {
         case let .mark(label, time, origin):
             mark(label: label, time: time, origin: origin)
         case let .stack(id, frames):
-            stackFrames.define(id, frames: frames)
-            stackRecords[id] = recordIndex
+            stackFrames.define(id, frames: frames, record: recordIndex)
             let first = stackIdentity.canonical(id, frames: frames)
             if first != id { stackAlias[id] = first }
         case let .stackTruncated(id):

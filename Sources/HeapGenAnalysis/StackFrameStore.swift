@@ -25,8 +25,9 @@ struct StackFrameStore: Sendable {
     /// Open addressing by hash of (parent, pc): node numbers, 0 = empty. At most 3/4 full
     /// (linear probing stays short there, and the table is 5 to 11 bytes a node).
     private var table = [UInt32](repeating: 0, count: 1024)
-    /// Stack id → innermost node (0: a stack with no frames), and its depth.
-    private var index: [UInt32: (node: UInt32, depth: UInt32)] = [:]
+    /// Stack id → innermost node (0: a stack with no frames), its depth, and the index of
+    /// the record that defined it (one dictionary for both: 1.5 M entries each).
+    private var index: [UInt32: (node: UInt32, depth: UInt32, record: UInt64)] = [:]
     /// The last defined stack, outermost first, and its nodes: a stack defined right after
     /// one it shares outer frames with skips their lookups.
     private var lastFrames: [UInt64] = []
@@ -48,8 +49,8 @@ struct StackFrameStore: Sendable {
         return parents[i >> Self.chunkBits][i & Self.chunkMask]
     }
 
-    /// Defines (or redefines) stack `id` with `frames`, innermost first.
-    mutating func define(_ id: UInt32, frames: [UInt64]) {
+    /// Defines (or redefines) stack `id` with `frames`, innermost first, at record `record`.
+    mutating func define(_ id: UInt32, frames: [UInt64], record: UInt64 = 0) {
         let n = frames.count
         var shared = 0
         let limit = min(n, lastFrames.count)
@@ -63,7 +64,7 @@ struct StackFrameStore: Sendable {
             lastFrames.append(pc)
             lastNodes.append(parent)
         }
-        index[id] = (parent, UInt32(n))
+        index[id] = (parent, UInt32(n), record)
     }
 
     /// The node of edge (parent, pc), made if new.
@@ -118,6 +119,11 @@ struct StackFrameStore: Sendable {
             at = parent(at)
         }
         return frames
+    }
+
+    /// The index of the record that defined stack `id`; nil if it was never defined.
+    func record(of id: UInt32) -> UInt64? {
+        index[id]?.record
     }
 
     /// The depth of stack `id` (its frame count); nil if it was never defined.
