@@ -318,7 +318,7 @@ extension GenerationAnalyzer {
         var stackPositions: [UInt32: UInt64] = [:]
         for site in keptSites where site.stackID != 0 {
             if let frames = stackFrames[site.stackID] { stacks[site.stackID] = frames }
-            if let position = stackRecords[site.stackID] { stackPositions[site.stackID] = position }
+            if let position = stackFrames.record(of: site.stackID) { stackPositions[site.stackID] = position }
         }
 
         // Totals.
@@ -391,7 +391,6 @@ extension GenerationAnalyzer {
         regrouping.owners = ownerSites.mapValues { Set($0.map { SiteID(stackID: sites[$0].stack, typeID: sites[$0].type) }) }
         regrouping.candidates = candidates
         regrouping.stackFrames = stackFrames
-        regrouping.stackRecords = stackRecords
         var analysis = Analysis(
             options: keptOptions, totals: totals, marks: allMarks, snapshot: snapshot, generations: generations,
             cycles: windowed ? max(0, window.count - 1) : cycles,

@@ -90,8 +90,7 @@ public struct GenerationAnalyzer {
 
     // Definitions.
     var typeNames: [UInt32: String] = [:]
-    var stackFrames: [UInt32: [UInt64]] = [:]
-    var stackRecords: [UInt32: UInt64] = [:]
+    var stackFrames = StackFrameStore()
     var truncatedStacks: [UInt32: Int] = [:]
     var modules: [ModuleEvent] = []
     var process: ProcessRecord?
@@ -186,12 +185,11 @@ public struct GenerationAnalyzer {
         case let .mark(label, time, origin):
             mark(label: label, time: time, origin: origin)
         case let .stack(id, frames):
-            stackFrames[id] = frames
-            stackRecords[id] = recordIndex
+            stackFrames.define(id, frames: frames, record: recordIndex)
             let first = stackIdentity.canonical(id, frames: frames)
             if first != id { stackAlias[id] = first }
         case let .stackTruncated(id):
-            truncatedStacks[id] = stackFrames[id]?.count ?? 0
+            truncatedStacks[id] = stackFrames.depth(of: id) ?? 0
         case let .type(id, _, name):
             typeNames[id] = name
         case let .moduleLoad(module):

@@ -64,7 +64,7 @@ extension Analysis {
     /// Record position where stack `id` was defined (see ``stackRecordIndices``), also for
     /// stacks that only ``frames(ofStack:)`` knows.
     public func recordIndex(ofStack id: UInt32) -> UInt64? {
-        stackRecordIndices[id] ?? regrouping.stackRecords[id]
+        stackRecordIndices[id] ?? regrouping.stackFrames.record(of: id)
     }
 
     /// The findings when the sites that `key` maps to one value are judged as one site.
@@ -245,8 +245,7 @@ struct RegroupingData: Sendable, Equatable {
     var scopeSnapshot: [Int] = []
     var scopeSurvivors: [[Int: ObjectsAndBytes]] = []
     /// Every stack definition of the trace, and where it was defined.
-    var stackFrames: [UInt32: [UInt64]] = [:]
-    var stackRecords: [UInt32: UInt64] = [:]
+    var stackFrames = StackFrameStore()
 
     func totals(of s: Int) -> SiteTotals {
         SiteTotals(survivors: survivors[s], exit: exit[s],
