@@ -276,8 +276,14 @@ static void run_coroutine(void) {
  * differ.  The longjmp case leaves a kept stack behind on the abandoned
  * frames, then walks a different path over the same addresses. */
 
+/* the shadow starts SHADOW_SKIP (8) frames above the allocation: put the
+ * differences below that */
+static NOINLINE int sh_deep(const chain_arg *a, int x, int d) {
+    if (d == 0) return c_leaf(a, x + 1) + 1;
+    return sh_deep(a, x + 1, d - 1) + g_sink;
+}
 static NOINLINE int sh_mid(const chain_arg *a, int x) {
-    return c_leaf(a, x + 1) + 1;
+    return sh_deep(a, x, 10) + 1;
 }
 static NOINLINE int sh_a(const chain_arg *a, int x) {
     volatile int pad[8];
@@ -299,7 +305,7 @@ static NOINLINE void sh_jump_leaf(const chain_arg *a) {
     if (!g_sink_never) longjmp(g_sh_jb, 1);
 }
 static NOINLINE int sh_jump_deep(const chain_arg *a, int d) {
-    if (d == 0) { sh_jump_leaf(a); return 0; }
+    if (d == 0) { sh_deep(a, 0, 10); sh_jump_leaf(a); return 0; }
     return sh_jump_deep(a, d - 1) + g_sink;
 }
 static NOINLINE void run_shadow(void) {

@@ -18,7 +18,14 @@
 void *volatile sink;
 static volatile int pad_sink;
 
-static NOINLINE void *leaf(size_t n) { void *p = malloc(n); sink = p; return p; }
+/* Ten frames between every site and malloc: the shim's shadow starts 8
+ * frames above the allocation, so the differences below lie inside it. */
+static NOINLINE void *ten(size_t n, int d) {
+    void *p = d == 0 ? malloc(n) : ten(n, d - 1);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return p;
+}
+static NOINLINE void *leaf(size_t n) { void *p = ten(n, 10); sink = p; return p; }
 static NOINLINE void *hop(size_t n, int d) {
     void *p = d <= 1 ? leaf(n) : hop(n, d - 1);
     __asm__ volatile("" : : "r"(p) : "memory");
@@ -29,7 +36,7 @@ static NOINLINE void *mid(size_t n) { void *p = leaf(n); __asm__ volatile("" : :
 static NOINLINE void *via_a(size_t n) { volatile int pad[4]; pad[n & 3] = 1; void *p = mid(n); return pad[n & 3] ? p : 0; }
 static NOINLINE void *via_b(size_t n) { volatile int pad[4]; pad[n & 3] = 2; void *p = mid(n + 1); return pad[n & 3] ? p : 0; }
 
-static jmp_buf jb;
+static __thread jmp_buf jb;   /* each thread jumps to its own setjmp */
 static NOINLINE void deep_jump(int d) {
     if (d == 0) { free(leaf(3001)); if (!pad_sink) longjmp(jb, 1); }
     else deep_jump(d - 1);
