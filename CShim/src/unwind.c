@@ -963,10 +963,11 @@ walk_slow(cache_entry *c, uint64_t tag, walk w, uintptr_t *pcs, int n, int max, 
 #define SHADOW_MAX  32          /* a power of two: `fresh` is a ring */
 /* Keeping the shadow costs about as much per walk as a few cached rules, and
  * following a kept frame saves a fraction of one: it pays on deep stacks
- * only (measured, target CPU: 25-frame stacks 0.57 -> 0.38 s; the 8-11 frame
- * bench 10 % worse when every walk used it).  So the first SHADOW_SKIP frames
- * are walked with rules only, in hg_unwind's own loop, and the shadow is
- * used when the thread's last walk had at least SHADOW_MIN_DEPTH frames. */
+ * only (measured, target CPU: 22-25-frame stacks 0.57 -> 0.38 s; the 8-11
+ * frame bench 10 % worse when every walk used it, unchanged now).  So the
+ * first SHADOW_SKIP frames are walked with rules only, in hg_unwind's own
+ * loop, which goes on without the shadow unless the thread's last walk past
+ * SHADOW_SKIP had at least SHADOW_MIN_DEPTH frames. */
 #define SHADOW_SKIP      8
 #define SHADOW_MIN_DEPTH 16
 /* Low bits of shadow_frame.at (slot addresses are 8-aligned). */
@@ -1191,22 +1192,11 @@ keep:
     return n;
 }
 
-/* Frames SHADOW_SKIP and up, with this thread's shadow unless a walk of
- * this thread is already using it (a signal handler nested in hg_unwind) or
- * it is off. */
+/* Frames SHADOW_SKIP and up, with this thread's shadow (shadow_ready). */
 static int __attribute__((noinline))
 walk_deep(const walk_env *e, uintptr_t pc, uintptr_t sp, uintptr_t rbp, bool guessed,
           uintptr_t *pcs, int n, int max, int *truncated) {
     shadow_state *S = &hg_shadow;
-    if (S->busy || atomic_load_explicit(&hg_shadow_off, memory_order_relaxed))
-        return walk_stack(e, NULL, pc, sp, rbp, guessed, pcs, n, max, truncated);
-    if (S->last_depth < SHADOW_MIN_DEPTH) {
-        /* The last walk was too shallow for the shadow to pay: rules only,
-         * and remember this one's depth. */
-        n = walk_stack(e, NULL, pc, sp, rbp, guessed, pcs, n, max, truncated);
-        S->last_depth = (uint32_t)n;
-        return n;
-    }
     S->busy = 1;
     atomic_signal_fence(memory_order_seq_cst);
     n = walk_stack(e, S, pc, sp, rbp, guessed, pcs, n, max, truncated);
@@ -1214,6 +1204,14 @@ walk_deep(const walk_env *e, uintptr_t pc, uintptr_t sp, uintptr_t rbp, bool gue
     S->last_depth = (uint32_t)n;
     S->busy = 0;
     return n;
+}
+
+/* The shadow may be used: no walk of this thread is using it (a signal
+ * handler nested in hg_unwind walks without), it is on, and the thread's
+ * last deep walk was deep enough for it to pay. */
+static inline bool shadow_ready(void) {
+    return !hg_shadow.busy && hg_shadow.last_depth >= SHADOW_MIN_DEPTH &&
+           !atomic_load_explicit(&hg_shadow_off, memory_order_relaxed);
 }
 
 int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated) {
@@ -1237,22 +1235,26 @@ int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated
      * walk_deep (the same loop, with the shadow). */
     uintptr_t pc = st->pc, sp = st->cfa, rbp = st->rbp;
     bool guessed = false;
+    bool deep = false;              /* past SHADOW_SKIP without the shadow */
     int n = 0;
     for (;;) {
         if (hg_unlikely(n == SHADOW_SKIP)) {
-            const walk_env e = { c, tag, epoch, lo, hi };
-            return walk_deep(&e, pc, sp, rbp, guessed, pcs, n, max, truncated);
+            if (shadow_ready()) {
+                const walk_env e = { c, tag, epoch, lo, hi };
+                return walk_deep(&e, pc, sp, rbp, guessed, pcs, n, max, truncated);
+            }
+            deep = true;
         }
         pcs[n++] = pc;
         const hg_rule r = rule_get(c, tag, pc);
         if (hg_unlikely(r.flags & (RF_END | RF_UNSUP | RF_NOFDE | RF_SIGNAL))) {
-            if (r.flags & RF_END) return n;
+            if (r.flags & RF_END) goto out;
             if (r.flags & (RF_UNSUP | RF_SIGNAL | RF_NOOBJ)) break;
             /* No CFI: follow the frame-pointer chain when RBP points a little
              * way up this stack (RBP == SP is fine: a frame with no locals).
              * RBP == 0 is the ABI's end-of-stack marker (e.g. ld.so's
              * _dl_start_user running constructors). */
-            if (rbp == 0) return n;
+            if (rbp == 0) goto out;
             if (rbp < sp || rbp - sp > 0x4000) break;
         }
         const uintptr_t cfa = ((r.flags & RF_CFA_RBP) ? rbp : sp) + (uintptr_t)(intptr_t)r.cfa_off;
@@ -1265,10 +1267,17 @@ int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated
         pc = *(const uintptr_t *)ra_at;
         sp = cfa;
         guessed = (r.flags & RF_NOFDE) != 0;
-        if (pc == 0) return n;                                  /* outermost frame */
-        if (n == max) { *truncated = HG_UNWIND_TRUNC_MAX; return n; }
+        if (pc == 0) goto out;                                  /* outermost frame */
+        if (n == max) { *truncated = HG_UNWIND_TRUNC_MAX; goto out; }
     }
-    /* Frame n-1 needs more than the loop does: redo it, checked. */
-    const walk w = { pc, sp, rbp, lo, hi, false, guessed };
-    return walk_slow(c, tag, w, pcs, n, max, truncated);
+    {
+        /* Frame n-1 needs more than the loop does: redo it, checked. */
+        const walk w = { pc, sp, rbp, lo, hi, false, guessed };
+        n = walk_slow(c, tag, w, pcs, n, max, truncated);
+    }
+out:
+    /* A deep walk tells the next one whether the shadow would pay (a hint:
+     * a nested handler may write it too). */
+    if (hg_unlikely(deep)) hg_shadow.last_depth = (uint32_t)n;
+    return n;
 }
