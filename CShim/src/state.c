@@ -334,6 +334,9 @@ void hg_init_slow(void)
         hg_unwind_init();
         if (mode && strcmp(mode, "libunwind") == 0)
             hg_unwind_set_mode(HG_UNWIND_LIBUNWIND);
+        const char *shadow = getenv(HG_ENV_UNWIND_SHADOW);
+        if (shadow && strcmp(shadow, "0") == 0)
+            hg_unwind_set_shadow(0);
         /* Not following exec: from here on the program's environment is
          * the one it would have had without heapgen. */
         if (!hg_env_follow_exec())

@@ -92,6 +92,16 @@ uint64_t hg_unwind_slow_stacks(void);
  * its segment header's unwind_fallbacks (the field kept its name). */
 void hg_unwind_set_fallback_sink(uint64_t *counter);
 
+/* The per-thread shadow of the last stack (unwind.c, "The shadow of the
+ * last stack"): on by default.  Off, every frame is walked with its rule;
+ * the stacks are the same either way (HEAPGEN_UNWIND_SHADOW=0 turns it off,
+ * for comparing). */
+void hg_unwind_set_shadow(int on);
+int  hg_unwind_get_shadow(void);
+/* The calling thread's walks so far that joined its kept frames, and that
+ * left them again at a frame that differed (for tests). */
+void hg_unwind_shadow_stats(unsigned long *joined, unsigned long *left);
+
 void hg_unwind_set_mode(int mode);
 int  hg_unwind_get_mode(void);
 

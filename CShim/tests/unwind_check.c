@@ -268,6 +268,69 @@ static void run_coroutine(void) {
     free(stack);
 }
 
+/* ---- the shadow of the last stack ----
+ * Walks that share a frame (same pc, SP, RBP) with the last one but differ
+ * outside it: the kept frames must be re-read, not trusted.  sh_a and sh_b
+ * have the same shape, so sh_mid's frame lands at the same SP under both,
+ * with the same return address into sh_mid's caller... only the slots above
+ * differ.  The longjmp case leaves a kept stack behind on the abandoned
+ * frames, then walks a different path over the same addresses. */
+
+/* the shadow starts SHADOW_SKIP (8) frames above the allocation: put the
+ * differences below that */
+static NOINLINE int sh_deep(const chain_arg *a, int x, int d) {
+    if (d == 0) return c_leaf(a, x + 1) + 1;
+    return sh_deep(a, x + 1, d - 1) + g_sink;
+}
+static NOINLINE int sh_mid(const chain_arg *a, int x) {
+    return sh_deep(a, x, 10) + 1;
+}
+static NOINLINE int sh_a(const chain_arg *a, int x) {
+    volatile int pad[8];
+    pad[x & 7] = x;
+    return sh_mid(a, x + 1) + pad[x & 7];
+}
+static NOINLINE int sh_b(const chain_arg *a, int x) {
+    volatile int pad[8];
+    pad[x & 7] = x;
+    return sh_mid(a, x + 2) + pad[x & 7];
+}
+static NOINLINE int sh_via(const chain_arg *a, int which) {
+    return which ? sh_b(a, 1) : sh_a(a, 1);
+}
+static jmp_buf g_sh_jb;
+static volatile int g_sink_never;
+static NOINLINE void sh_jump_leaf(const chain_arg *a) {
+    probe(a->site, a->max, a->flags, a->out);
+    if (!g_sink_never) longjmp(g_sh_jb, 1);
+}
+static NOINLINE int sh_jump_deep(const chain_arg *a, int d) {
+    if (d == 0) { sh_deep(a, 0, 10); sh_jump_leaf(a); return 0; }
+    return sh_jump_deep(a, d - 1) + g_sink;
+}
+static NOINLINE void run_shadow(void) {
+    chain_arg a = { "shadow-same-frame-other-caller", 128, EXPECT_FAST, NULL };
+    unsigned long j0, l0, j1, l1;
+    hg_unwind_shadow_stats(&j0, &l0);
+    for (int i = 0; i < 8; i++) sh_via(&a, i & 1);
+    for (int i = 0; i < 8; i++) sh_via(&a, (i >> 1) & 1);
+    chain_arg b = { "shadow-after-longjmp", 128, EXPECT_FAST, NULL };
+    for (int i = 0; i < 6; i++) {
+        if (!setjmp(g_sh_jb)) sh_jump_deep(&b, 3 + (i % 3));
+        run_chain("shadow-after-longjmp-chain", i % 4, 128, EXPECT_FAST, NULL);
+    }
+    hg_unwind_shadow_stats(&j1, &l1);
+    /* With the shadow on, the walks must have joined it, and left it again
+     * where the frames above differ; off, neither. */
+    int on = hg_unwind_get_shadow();
+    if (on ? (j1 > j0 && l1 > l0) : (j1 == j0 && l1 == l0)) {
+        atomic_fetch_add(&g_pass, 1);
+    } else {
+        atomic_fetch_add(&g_fail, 1);
+        fprintf(stderr, "FAIL shadow: joined %lu, left %lu (shadow %s)\n", j1 - j0, l1 - l0, on ? "on" : "off");
+    }
+}
+
 /* ---- threads ---- */
 
 static void *thread_main(void *arg) {
@@ -347,6 +410,10 @@ static void run_dl(const char *path) {
 int main(int argc, char **argv) {
     g_verbose = getenv("HG_UNWIND_VERBOSE") != NULL;
     hg_unwind_init();
+    /* check-unwind runs everything with the shadow stack on and off */
+    const char *shadow = getenv("HG_UNWIND_SHADOW");
+    if (shadow && strcmp(shadow, "0") == 0) hg_unwind_set_shadow(0);
+    printf("unwind: shadow stack %s\n", hg_unwind_get_shadow() ? "on" : "off");
 
     /* chains of several depths, cold then warm cache */
     for (int pass = 0; pass < 2; pass++)
@@ -398,6 +465,7 @@ int main(int argc, char **argv) {
     }
 
     run_coroutine();
+    run_shadow();
 
     /* invalidation, then the same sites again (stale entries get recycled) */
     hg_unwind_invalidate();
