@@ -12,9 +12,11 @@ extension TraceFormat {
     static let aggregatedFlag: UInt32 = 1
     /// Entries in one `aggregate` record (writers split longer lists).
     static let maxAggregateEntries = 65_536
-    /// Largest `allocated`, `freed` or untracked-free count of one record entry: bounds the
-    /// events one record can expand to (a day at 10 M events/s fits).
-    static let maxAggregateCount: UInt64 = 1 << 40
+    /// Largest `allocated`, `freed` or `undone` of one entry, and `untrackedFrees` of one
+    /// record: writers split larger counts into several entries (or records). It bounds what
+    /// a record expands to by its size (at most ~2,400 events per byte), so a small file
+    /// cannot make a reader work for hours.
+    static let maxAggregateCount: UInt64 = 4096
 }
 
 /// One line of an `aggregate` record: what blocks of one group did in the epoch that the
@@ -113,7 +115,7 @@ struct AggregateExpander {
         let untrackedAt = c.position
         let untracked = try c.varint()
         if untracked > TraceFormat.maxAggregateCount {
-            throw c.corrupt("aggregate untracked free count \(untracked) is above 2^40", at: untrackedAt)
+            throw c.corrupt("aggregate untracked free count \(untracked) is above 4096", at: untrackedAt)
         }
         let count = try c.length("aggregate entry count", limit: TraceFormat.maxAggregateEntries)
         for _ in 0..<count {
@@ -136,7 +138,7 @@ struct AggregateExpander {
             }
             if allocated > TraceFormat.maxAggregateCount || freed > TraceFormat.maxAggregateCount
                 || undone > TraceFormat.maxAggregateCount {
-                throw c.corrupt("aggregate entry count above 2^40", at: entryAt)
+                throw c.corrupt("aggregate entry count above 4096", at: entryAt)
             }
             let group = Group(stack: stack, type: type, size: size, birth: birth)
             if birth < epoch {
@@ -148,9 +150,6 @@ struct AggregateExpander {
                 let available = runs.reduce(0) { $0 &+ $1.count }
                 if available < freed {
                     throw c.corrupt("aggregate entry frees \(freed) blocks of a group with \(available) live", at: entryAt)
-                }
-                if undone > 0 && available == 0 {
-                    throw c.corrupt("aggregate entry undoes \(undone) reallocs of a group with no block", at: entryAt)
                 }
                 var pairs = undone
                 var left = freed
@@ -164,16 +163,11 @@ struct AggregateExpander {
                     try body(.free(function: .free, address: address))
                     if runs[last].count == 0 { runs.removeLast() }
                 }
-                if let last = runs.last {
-                    try Self.failedReallocs(&pairs, last.base &+ 16 &* (last.count - 1), &events, body)
-                }
                 live[group] = runs.isEmpty ? nil : runs
+                try finishFailedReallocs(&pairs, group, &c, entryAt: entryAt, &events, body)
             } else {
                 if freed > allocated {
                     throw c.corrupt("aggregate entry frees \(freed) of the \(allocated) blocks it allocates", at: entryAt)
-                }
-                if undone > 0 && allocated == 0 {
-                    throw c.corrupt("aggregate entry undoes \(undone) reallocs of a group with no block", at: entryAt)
                 }
                 var pairs = undone
                 for _ in 0..<freed {
@@ -194,6 +188,7 @@ struct AggregateExpander {
                     }
                     nextAddress &+= 16 &* survivors
                 }
+                try finishFailedReallocs(&pairs, group, &c, entryAt: entryAt, &events, body)
             }
         }
         for _ in 0..<untracked {
@@ -201,6 +196,17 @@ struct AggregateExpander {
             try body(.free(function: .free, address: nextUntracked))
             nextUntracked &+= 16
         }
+    }
+
+    /// Delivers the failed reallocs no block of the entry took on a live block of `group`
+    /// (split entries of one group share its blocks); with none live, the record is corrupt.
+    private func finishFailedReallocs(_ pairs: inout UInt64, _ group: Group, _ c: inout ByteCursor, entryAt: Int,
+                                      _ events: inout UInt64, _ body: (TraceRecord) throws -> Void) throws {
+        guard pairs > 0 else { return }
+        guard let last = live[group]?.last else {
+            throw c.corrupt("aggregate entry undoes \(pairs) reallocs of a group with no block", at: entryAt)
+        }
+        try Self.failedReallocs(&pairs, last.base &+ 16 &* (last.count - 1), &events, body)
     }
 
     /// Delivers `pairs` failed reallocs (a realloc's free, then its undo) of the live block

@@ -606,6 +606,26 @@ public final class TraceWriter {
     /// addresses that were not live. Counts the events a reader expands them to.
     public func aggregate(epoch: UInt64, untrackedFrees: UInt64, entries: [AggregateEntry]) {
         guard writable, untrackedFrees > 0 || !entries.isEmpty else { return }
+        // Counts above the format's limit go into several entries (records) of the same group.
+        let limit = TraceFormat.maxAggregateCount
+        var entries = entries
+        if entries.contains(where: { $0.allocated > limit || $0.freed > limit || $0.undone > limit }) {
+            entries = entries.flatMap { e -> [AggregateEntry] in
+                let parts = (max(e.allocated, e.freed, e.undone) + limit - 1) / limit
+                return (0..<max(parts, 1)).map { i in
+                    func part(_ n: UInt64) -> UInt64 { n > i * limit ? min(n - i * limit, limit) : 0 }
+                    return AggregateEntry(stack: e.stack, type: e.type, size: e.size, birth: e.birth,
+                                          allocated: part(e.allocated), freed: part(e.freed), undone: part(e.undone))
+                }
+            }
+        }
+        var untrackedLeft = untrackedFrees
+        while untrackedLeft > limit {
+            aggregate(epoch: epoch, untrackedFrees: limit, entries: [])
+            untrackedLeft -= limit
+        }
+        let untrackedFrees = untrackedLeft
+        guard untrackedFrees > 0 || !entries.isEmpty else { return }
         var start = 0
         repeat {
             let end = min(entries.count, start + TraceFormat.maxAggregateEntries)

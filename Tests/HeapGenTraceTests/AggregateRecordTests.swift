@@ -79,6 +79,30 @@ final class AggregateRecordTests: XCTestCase {
         XCTAssertFalse(try TraceReader(bytes: bytes).isAggregated)
     }
 
+    /// Counts above 4096 are split by the writer into entries of the same group (and
+    /// untracked frees into records); the reader's totals are the counts written.
+    func testLargeCountsAreSplitAndAddUp() throws {
+        let bytes = try writeTrace { w in
+            w.aggregate(epoch: 0, untrackedFrees: 10_000, entries: [
+                .init(stack: 0, type: 0, size: 8, birth: 0, allocated: 20_000, freed: 9_000, undone: 13_000),
+            ])
+        }
+        var allocations = 0, frees = 0, undos = 0
+        var live = Set<UInt64>()
+        for record in try readAll(bytes) {
+            switch record {
+            case let .allocation(_, address, _, _, _): allocations += 1; live.insert(address)
+            case let .free(function, address): frees += 1; if function == .free { live.remove(address) }
+            case .reallocUndo: undos += 1
+            default: break
+            }
+        }
+        XCTAssertEqual(allocations, 20_000)
+        XCTAssertEqual(frees, 9_000 + 13_000 + 10_000)
+        XCTAssertEqual(undos, 13_000)
+        XCTAssertEqual(live.count, 11_000)
+    }
+
     func testLongListsAreSplit() throws {
         let entries = (0..<70_000).map { AggregateEntry(stack: 0, type: 0, size: UInt64($0), birth: 0, allocated: 1, freed: 0) }
         let bytes = try writeTrace { w in w.aggregate(epoch: 0, untrackedFrees: 0, entries: entries) }
@@ -117,8 +141,10 @@ final class AggregateRecordTests: XCTestCase {
             ("undoes 2 reallocs of a group with no block", { w in
                 w.aggregate(epoch: 0, untrackedFrees: 0, entries: [.init(stack: 0, type: 0, size: 8, birth: 0, allocated: 0, freed: 0, undone: 2)])
             }),
-            ("count above 2^40", { w in
-                w.aggregate(epoch: 0, untrackedFrees: 0, entries: [.init(stack: 0, type: 0, size: 8, birth: 0, allocated: 1 << 41, freed: 0)])
+            ("undoes 1 reallocs of a group with no block", { w in
+                w.aggregate(epoch: 0, untrackedFrees: 0, entries: [.init(stack: 0, type: 0, size: 8, birth: 0, allocated: 1, freed: 1, undone: 1)])
+                w.mark(label: "m", timeNanoseconds: 1, origin: .program)
+                w.aggregate(epoch: 1, untrackedFrees: 0, entries: [.init(stack: 0, type: 0, size: 8, birth: 1, allocated: 0, freed: 0, undone: 1)])
             }),
         ]
         for (message, body) in cases {
