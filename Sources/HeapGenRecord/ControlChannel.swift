@@ -151,7 +151,7 @@ final class ControlChannel {
         if seg.origin == .fork {
             // A forked child's own tracker does not know the blocks it inherited;
             // the collector's live heap of the child does (InheritedHeap).
-            guard let heap = seg.liveHeap else {
+            guard let heap = seg.materializedLiveHeap() else {
                 return .failure(ControlProtocolError("no leak scan in a forked child that is not followed"))
             }
             // A raw clone() announces no fork: what it inherited is unknown, and a block

@@ -559,7 +559,16 @@ final class RecordingLoop {
         }
         seg.sequence = acceptedCount
         // Followed forks: a child starts with the live heap it inherits (InheritedHeap).
-        if options.followFork { seg.liveHeap = LiveTracker(since: 0) }
+        // Made at the first fork from the trace (Segment.materializedLiveHeap), so a program
+        // that never forks costs no live map; from the start when a scan or the aggregator
+        // needs every block anyway, or when the trace holds no events to replay.
+        if options.followFork {
+            if options.tracksLiveBlocks || seg.aggregator != nil {
+                seg.liveHeap = LiveTracker(since: 0)
+            } else {
+                seg.replaysLiveHeap = true
+            }
+        }
         // --leaks: know every block from the first allocation on, for the scan at exit. That
         // is the collector's own live heap when there is one, tracked once for both (an
         // `untrack` only drops the control channel's reference to it) — but not in a forked

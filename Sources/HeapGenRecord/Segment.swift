@@ -63,13 +63,49 @@ final class Segment {
     /// The live heap from the first event on, kept while forked children are
     /// followed: the collector's own. With `--leaks` (not in a forked child) it is also
     /// the control channel's tracker until the program sends `untrack`.
+    ///
+    /// Made on first need when ``replaysLiveHeap`` is set (see ``materializedLiveHeap()``):
+    /// a program that never forks then costs the collector no live map at all.
     var liveHeap: LiveTracker?
+    /// Forks are followed but ``liveHeap`` is not made yet: it will be, from the trace.
+    var replaysLiveHeap = false
     /// `--aggregate`: folds heap events into counts written at marks (nil: events are written).
     var aggregator: Aggregator?
     /// Frames of the stacks this image inherited at its fork (ids from ``InheritedHeap/firstID``).
     var inheritedFrames: [UInt32: [UInt64]] = [:]
     /// Blocks this image inherited at its fork.
     var inheritedBlocks: UInt64 = 0
+
+    /// ``liveHeap``, made now if it is still to be made: by replaying the heap events this
+    /// segment's trace holds so far (the pending chunk is written first), which are every
+    /// event consumed from the ring up to now, in ring order; from then on the drainer keeps
+    /// it up to date as each event comes. The blocks' ring positions are not in the trace:
+    /// they are 0, as for inherited blocks (fork snapshots and scans do not use them).
+    /// If the trace cannot be written or read back, the heap holds what could be read.
+    func materializedLiveHeap() -> LiveTracker? {
+        if let liveHeap { return liveHeap }
+        guard replaysLiveHeap else { return nil }
+        replaysLiveHeap = false
+        let heap = LiveTracker(since: 0)
+        liveHeap = heap
+        try? writer.flush()
+        // Strict: the trace has no end record yet, which ends the reading with `.truncated`
+        // after every whole chunk was delivered (non-strict reading would log a salvage).
+        guard var reader = try? TraceReader(path: path, strict: true) else { return heap }
+        try? reader.forEach { record in
+            switch record {
+            case .allocation(_, let address, let size, let stack, let type):
+                heap.allocate(address: address, size: size, stack: stack, type: type, position: 0)
+            case .free(let function, let address):
+                heap.free(address: address, realloc: function == .realloc)
+            case .reallocUndo(let address):
+                heap.undo(address: address)
+            default:
+                break
+            }
+        }
+        return heap
+    }
 
     /// The frames of trace stack `id`: an inherited stack, or a stack blob in the arena.
     func frames(ofStack id: UInt32, scratch: UnsafeMutablePointer<UInt64>, scratchCount: Int) -> [UInt64] {

@@ -102,7 +102,7 @@ final class SegmentDrainer {
     private func translate(_ seg: Segment, count: Int) {
         let w = seg.writer
         // The collector's own live heap, for forked children: nil with --no-follow-fork.
-        let heap = seg.liveHeap
+        var heap = seg.liveHeap
         // Live tracking (control channel): nil unless the program asked, or when it is `heap`
         // itself (see ``separateTracker``): each tracker gets each event once.
         var tracker = Self.separateTracker(seg, heap)
@@ -145,6 +145,8 @@ final class SegmentDrainer {
             case UInt32(HG_K_FORK.rawValue):
                 // The parent's live heap as the child will have it: taken here,
                 // in ring order, claimed by the child's hello.
+                // The first fork makes the heap from the trace so far (materializedLiveHeap).
+                heap = seg.materializedLiveHeap()
                 if let heap {
                     forks.put(InheritedHeap(of: seg, tracker: heap, scratch: frames, scratchCount: Self.maxFrames),
                               pid: seg.pid, forkID: s.addr)
@@ -152,6 +154,7 @@ final class SegmentDrainer {
             case UInt32(HG_K_CONTROL.rawValue):
                 // Every record before it has been consumed: answer now.
                 controlChannel.handle(seg, s)
+                heap = seg.liveHeap  // an answer may have made it (a scan in a forked child)
                 tracker = Self.separateTracker(seg, heap)
             case UInt32(HG_K_NOP.rawValue):
                 continue

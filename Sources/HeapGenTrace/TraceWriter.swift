@@ -92,7 +92,7 @@ public final class TraceWriter {
     private static let smallRecordRoom = 128
     /// The zstd level chunks are compressed with unless the caller says otherwise (chosen by
     /// measurement: docs/trace-format.md, "Compressed chunks").
-    public static let defaultCompressionLevel: Int32 = 3
+    public static let defaultCompressionLevel: Int32 = 1
     /// Budget for all arguments of the process record, so the record fits in a chunk.
     static let argumentBudget = 8 * 1024 * 1024
 

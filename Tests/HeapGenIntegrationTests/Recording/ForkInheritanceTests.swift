@@ -65,3 +65,25 @@ final class ForkInheritanceTests: XCTestCase {
         XCTAssertEqual(parent.calls("inherited"), 0)
     }
 }
+
+/// The collector makes its map of a parent's live heap at the first fork, by replaying the
+/// parent's trace so far, and keeps it up to date from then on: every later fork, and a
+/// child's own fork (whose map starts with what it inherited), must see the heap exactly.
+final class RepeatedForkTests: XCTestCase {
+    func testEveryForkInheritsTheHeapOfItsMoment() throws {
+        let exe = try Fixture.build("forkagain.c")
+        for flags in [[], ["--leaks"]] {  // --leaks keeps the map from the first event: both agree
+            let rec = try HeapGenCLI.recording(exe, flags: flags)
+            XCTAssertStatus(rec.result, 0)
+            let children = try rec.allTraces.filter { $0 != rec.trace }.map { try HeapGenCLI.summary($0) }
+            XCTAssertEqual(children.count, 3, "\(flags): \(rec.allTraces)")
+            let inherited = children.map { [$0.calls("inherited"), $0.bytes("inherited")] }
+                .sorted { $0[0] < $1[0] }
+            XCTAssertEqual(inherited, [[80, 2_880], [100, 2_720], [105, 2_760]], "\(flags)")
+            for child in children {
+                XCTAssertEqual(child.processOrigin, "fork")
+                XCTAssertEqual(child.unknownFrees, 0, "\(flags): \(child)")
+            }
+        }
+    }
+}
