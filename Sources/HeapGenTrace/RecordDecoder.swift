@@ -31,7 +31,6 @@ struct RecordDecoder {
                          _ body: (TraceRecord) throws -> Void) throws {
         var c = ByteCursor(payload, fileOffset: fileOffset, file: file, fixedOffset: fixedOffset)
         let slots = compact.slots
-        let recent = compact.recent
         // Symbols records start their chunk: only symbols records come before one in a chunk.
         var onlySymbolsSoFar = true
         while !c.atEnd {
