@@ -59,11 +59,7 @@ struct RecordDecoder {
                 let address = try c.delta(from: slots[slot])
                 slots[slot] = address
                 let size = try c.varint()
-                let stackAt = c.position
-                let stack = try c.varint32("stack id")
-                if stack != 0 && !stacks.contains(stack) {
-                    throw c.corrupt("alloc uses stack \(stack), which is not defined", at: stackAt)
-                }
+                let stack = try Self.usedID(&c, "stack id", "stack", in: stacks)
                 compact.noteAllocation(address, size: size)
                 events &+= 1
                 try body(.allocation(function: .malloc, address: address, size: size, stack: stack, type: 0))
@@ -84,11 +80,7 @@ struct RecordDecoder {
                     }
                     address = compact.classFreed[sizeClass &* 8 &+ ((compact.classFrees[sizeClass] &- 1 &- back) & 7)]
                 }
-                let stackAt = c.position
-                let stack = try c.varint32("stack id")
-                if stack != 0 && !stacks.contains(stack) {
-                    throw c.corrupt("alloc uses stack \(stack), which is not defined", at: stackAt)
-                }
+                let stack = try Self.usedID(&c, "stack id", "stack", in: stacks)
                 compact.noteAllocation(address, size: size)
                 events &+= 1
                 try body(.allocation(function: .malloc, address: address, size: size, stack: stack, type: 0))
@@ -123,16 +115,8 @@ struct RecordDecoder {
                 let address = try c.delta(from: slots[slot])
                 slots[slot] = address
                 let size = try c.varint()
-                let stackAt = c.position
-                let stack = try c.varint32("stack id")
-                if stack != 0 && !stacks.contains(stack) {
-                    throw c.corrupt("alloc uses stack \(stack), which is not defined", at: stackAt)
-                }
-                let typeAt = c.position
-                let type = try c.varint32("type id")
-                if type != 0 && !types.contains(type) {
-                    throw c.corrupt("alloc uses type \(type), which is not defined", at: typeAt)
-                }
+                let stack = try Self.usedID(&c, "stack id", "stack", in: stacks)
+                let type = try Self.usedID(&c, "type id", "type", in: types)
                 compact.noteAllocation(address, size: size)
                 events &+= 1
                 try body(.allocation(function: function, address: address, size: size, stack: stack, type: type))
@@ -155,16 +139,8 @@ struct RecordDecoder {
                 let address = try c.delta(from: previousAddress)
                 previousAddress = address
                 let size = try c.varint()
-                let stackAt = c.position
-                let stack = try c.varint32("stack id")
-                if stack != 0 && !stacks.contains(stack) {
-                    throw c.corrupt("alloc uses stack \(stack), which is not defined", at: stackAt)
-                }
-                let typeAt = c.position
-                let type = try c.varint32("type id")
-                if type != 0 && !types.contains(type) {
-                    throw c.corrupt("alloc uses type \(type), which is not defined", at: typeAt)
-                }
+                let stack = try Self.usedID(&c, "stack id", "stack", in: stacks)
+                let type = try Self.usedID(&c, "type id", "type", in: types)
                 compact.noteAllocation(address, size: size)
                 events &+= 1
                 try body(.allocation(function: function, address: address, size: size, stack: stack, type: type))
@@ -359,6 +335,18 @@ struct RecordDecoder {
     }
 
     /// Reads a stack or type id for a definition: non-zero, 32-bit, not defined before.
+    /// Reads the stack or type id an allocation uses: 0 (none) or one defined before it.
+    @inline(__always)
+    private static func usedID(_ c: inout ByteCursor, _ what: StaticString, _ noun: StaticString,
+                               in set: IdSet) throws(TraceError) -> UInt32 {
+        let at = c.position
+        let id = try c.varint32(what)
+        if id != 0 && !set.contains(id) {
+            throw c.corrupt("alloc uses \(noun) \(id), which is not defined", at: at)
+        }
+        return id
+    }
+
     private static func definedID(_ c: inout ByteCursor, _ what: StaticString, in set: inout IdSet, start: Int) throws(TraceError) -> UInt32 {
         let at = c.position
         let id = try c.varint32(what)
