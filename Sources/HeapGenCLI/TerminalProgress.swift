@@ -24,18 +24,22 @@ final class TerminalProgress {
 
     /// Nil when no progress should be shown (see the type's description).
     static func onTerminal(environment env: [String: String] = currentEnvironment()) -> TerminalProgress? {
-        if env["HEAPGEN_PROGRESS"] == "0" || env["CI"] != nil || env["TERM"] == "dumb" { return nil }
-        guard isatty(2) == 1 else { return nil }
+        guard allowed(env), isatty(2) == 1 else { return nil }
         return TerminalProgress(delayNanoseconds: delay(env), fd: 2)
     }
 
     /// Nil unless progress may be shown (as for ``onTerminal(environment:)``) and this
     /// process has a controlling terminal it can write to, opened as `fd`.
     static func onControllingTerminal(environment env: [String: String] = currentEnvironment()) -> TerminalProgress? {
-        if env["HEAPGEN_PROGRESS"] == "0" || env["CI"] != nil || env["TERM"] == "dumb" { return nil }
+        guard allowed(env) else { return nil }
         let fd = open("/dev/tty", O_WRONLY | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         return TerminalProgress(delayNanoseconds: delay(env), fd: fd)
+    }
+
+    /// Progress is wanted: not in CI, not with `TERM=dumb` or `HEAPGEN_PROGRESS=0`.
+    private static func allowed(_ env: [String: String]) -> Bool {
+        env["HEAPGEN_PROGRESS"] != "0" && env["CI"] == nil && env["TERM"] != "dumb"
     }
 
     private static func delay(_ env: [String: String]) -> UInt64 {
@@ -122,11 +126,6 @@ final class TerminalProgress {
     }
 }
 
-private func monotonicNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
 
 /// What a recording shows while it runs.
 ///

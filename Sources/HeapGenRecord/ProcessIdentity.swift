@@ -35,8 +35,9 @@ func wallClockNanoseconds() -> UInt64 {
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
 }
 
-/// CLOCK_MONOTONIC nanoseconds.
-func monotonicNanoseconds() -> UInt64 {
+/// CLOCK_MONOTONIC nanoseconds: the one clock of the collector's timings, also used by the
+/// modules above it (the symbol store's `--stats` time, progress lines).
+package func monotonicNanoseconds() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)

@@ -105,9 +105,3 @@ enum TraceSymbolStore {
     }
 }
 
-/// CLOCK_MONOTONIC nanoseconds (for `--stats`).
-private func monotonicNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
-}
