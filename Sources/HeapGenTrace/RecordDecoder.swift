@@ -69,16 +69,16 @@ struct RecordDecoder {
                 let address: UInt64
                 if tag < RecordTag.mallocReuseClass {
                     let back = Int(tag &- RecordTag.mallocReuse)
-                    guard back < compact.frees else {
+                    guard let freed = compact.recentFree(back) else {
                         throw c.corrupt("malloc names the free \(back) frees back, but there were \(compact.frees)", at: start)
                     }
-                    address = compact.freed[(compact.frees &- 1 &- back) & 15]
+                    address = freed
                 } else {
                     let back = Int(tag &- RecordTag.mallocReuseClass)
-                    guard let sizeClass = TraceFormat.sizeClass(size), back < compact.classFrees[sizeClass] else {
+                    guard let freed = compact.recentFree(back, ofSize: size) else {
                         throw c.corrupt("malloc of \(size) bytes names the free \(back) frees of its size class back, which is not known (size classes: up to 1032 bytes)", at: start)
                     }
-                    address = compact.classFreed[sizeClass &* 8 &+ ((compact.classFrees[sizeClass] &- 1 &- back) & 7)]
+                    address = freed
                 }
                 let stack = try Self.usedID(&c, "stack id", "stack", in: stacks)
                 compact.noteAllocation(address, size: size)
@@ -353,79 +353,6 @@ struct RecordDecoder {
         if id == 0 { throw c.corrupt("\(what) 0 is reserved for \"none\" and cannot be defined", at: at) }
         if !set.insert(id) { throw c.corrupt("\(what) \(id) is defined twice", at: start) }
         return id
-    }
-}
-
-/// What compact events (minor version 5) refer to: the last address of each address slot
-/// and the addresses of the last 4096 allocations (a ring). A class, so the decoder's hot
-/// loop works on two plain pointers.
-final class CompactEventState {
-    let slots: UnsafeMutablePointer<UInt64>
-    let recent: UnsafeMutablePointer<UInt64>
-    /// Allocation records so far (every tag, so minor ≤ 4 allocations count too).
-    var allocations: UInt64 = 0
-    /// The last 16 freed addresses (a ring) and the free records so far (every tag).
-    let freed: UnsafeMutablePointer<UInt64>
-    var frees = 0
-
-    /// Sizes of the last 4096 allocations (beside `recent`), and per size class the last 8
-    /// addresses freed by a free of a recent allocation, and how many.
-    let recentSizes: UnsafeMutablePointer<UInt64>
-    let classFreed: UnsafeMutablePointer<UInt64>
-    let classFrees: UnsafeMutablePointer<Int>
-
-    @inline(__always)
-    func noteFree(_ address: UInt64) {
-        freed[frees & 15] = address
-        frees &+= 1
-    }
-
-    @inline(__always)
-    func noteAllocation(_ address: UInt64, size: UInt64) {
-        let at = Int(truncatingIfNeeded: allocations) & Self.recentMask
-        recent[at] = address
-        recentSizes[at] = size
-        allocations &+= 1
-    }
-    static let recentMask = TraceFormat.recentAllocations - 1
-
-    init() {
-        slots = .allocate(capacity: TraceFormat.addressSlots)
-        slots.initialize(repeating: 0, count: TraceFormat.addressSlots)
-        recent = .allocate(capacity: TraceFormat.recentAllocations)
-        recent.initialize(repeating: 0, count: TraceFormat.recentAllocations)
-        freed = .allocate(capacity: 16)
-        freed.initialize(repeating: 0, count: 16)
-        recentSizes = .allocate(capacity: TraceFormat.recentAllocations)
-        recentSizes.initialize(repeating: 0, count: TraceFormat.recentAllocations)
-        classFreed = .allocate(capacity: TraceFormat.sizeClasses * 8)
-        classFreed.initialize(repeating: 0, count: TraceFormat.sizeClasses * 8)
-        classFrees = .allocate(capacity: TraceFormat.sizeClasses)
-        classFrees.initialize(repeating: 0, count: TraceFormat.sizeClasses)
-    }
-
-    deinit {
-        slots.deallocate()
-        recent.deallocate()
-        freed.deallocate()
-        recentSizes.deallocate()
-        classFreed.deallocate()
-        classFrees.deallocate()
-    }
-
-    /// The address of the allocation `back` allocations before the latest (0: the latest).
-    @inline(__always)
-    func recentAllocation(_ back: UInt64, _ c: inout ByteCursor, at start: Int) throws(TraceError) -> UInt64 {
-        guard back < UInt64(TraceFormat.recentAllocations) && back < allocations else {
-            throw c.corrupt("free names the allocation \(back) allocations back, but only \(min(allocations, UInt64(TraceFormat.recentAllocations))) are known", at: start)
-        }
-        let at = Int(truncatingIfNeeded: allocations &- 1 &- back) & Self.recentMask
-        let address = recent[at]
-        if let c = TraceFormat.sizeClass(recentSizes[at]) {
-            classFreed[c &* 8 &+ (classFrees[c] & 7)] = address
-            classFrees[c] &+= 1
-        }
-        return address
     }
 }
 

@@ -58,25 +58,16 @@ public final class TraceWriter {
     private var capacity: Int
     /// Offset in `buffer` of the next byte to write.
     private var position: Int
-    /// Compact events (minor version 5): the last address of each address slot (delta bases),
-    /// when each slot was last used, and a table from an allocated address to its allocation's
-    /// sequence number (direct-mapped: a collision only costs a free by slot).
-    private let slots: UnsafeMutablePointer<UInt64>
+    /// Compact events (minor version 5): the state their records refer to, as the decoder
+    /// keeps it; and, the writer's own, when each address slot was last used and a table from
+    /// an allocated address to its allocation's number (direct-mapped: a collision only
+    /// costs a free by slot).
+    private let compact = CompactEventState()
     private let slotUse: UnsafeMutablePointer<UInt64>
     private var clock: UInt64 = 0
     private static let recentBits = 14
     private let recentAddress: UnsafeMutablePointer<UInt64>
     private let recentSequence: UnsafeMutablePointer<UInt64>
-    /// Allocation records so far.
-    private var allocations: UInt64 = 0
-    /// The last 16 freed addresses (a ring) and the free records so far.
-    private let freed: UnsafeMutablePointer<UInt64>
-    private var frees = 0
-    /// Sizes of the last 4096 allocations (by allocation number), and per size class the
-    /// last 8 addresses freed through a free of a recent allocation (8 per class) and how many.
-    private let recentSizes: UnsafeMutablePointer<UInt64>
-    private let classFreed: UnsafeMutablePointer<UInt64>
-    private let classFrees: UnsafeMutablePointer<Int>
     /// Compresses event chunks (nil: plain chunks).
     private let compressor: ChunkCompressor?
     /// False once the symbols or the end record are being written: their chunks stay plain.
@@ -142,16 +133,6 @@ public final class TraceWriter {
             throw TraceError(.io, "cannot write trace header: \(SystemCalls.errorString(headerError))", offset: 0, file: path)
         }
         // Allocated only now: nothing can throw after this.
-        freed = .allocate(capacity: 16)
-        freed.initialize(repeating: 0, count: 16)
-        recentSizes = .allocate(capacity: TraceFormat.recentAllocations)
-        recentSizes.initialize(repeating: 0, count: TraceFormat.recentAllocations)
-        classFreed = .allocate(capacity: TraceFormat.sizeClasses * 8)
-        classFreed.initialize(repeating: 0, count: TraceFormat.sizeClasses * 8)
-        classFrees = .allocate(capacity: TraceFormat.sizeClasses)
-        classFrees.initialize(repeating: 0, count: TraceFormat.sizeClasses)
-        slots = .allocate(capacity: TraceFormat.addressSlots)
-        slots.initialize(repeating: 0, count: TraceFormat.addressSlots)
         slotUse = .allocate(capacity: TraceFormat.addressSlots)
         slotUse.initialize(repeating: 0, count: TraceFormat.addressSlots)
         recentAddress = .allocate(capacity: 1 << Self.recentBits)
@@ -179,11 +160,6 @@ public final class TraceWriter {
     }
 
     private func deallocateTables() {
-        freed.deallocate()
-        recentSizes.deallocate()
-        classFreed.deallocate()
-        classFrees.deallocate()
-        slots.deallocate()
         slotUse.deallocate()
         recentAddress.deallocate()
         recentSequence.deallocate()
@@ -202,17 +178,10 @@ public final class TraceWriter {
         // The allocator often hands out a block it just took back (its free lists are LIFO).
         var reuseTag: UInt8 = 0
         if !typed {
-            for j in 0..<TraceFormat.recentFrees where freed[(frees &- 1 &- j) & 15] == address && j < frees {
+            if let j = compact.recentFreeIndex(of: address, limit: TraceFormat.recentFrees) {
                 reuseTag = RecordTag.mallocReuse &+ UInt8(truncatingIfNeeded: j)
-                break
-            }
-            if reuseTag == 0, let c = TraceFormat.sizeClass(size) {
-                let count = classFrees[c]
-                let ring = classFreed + c &* 8
-                for j in 0..<TraceFormat.recentClassFrees where ring[(count &- 1 &- j) & 7] == address && j < count {
-                    reuseTag = RecordTag.mallocReuseClass &+ UInt8(truncatingIfNeeded: j)
-                    break
-                }
+            } else if let j = compact.recentFreeIndex(of: address, ofSize: size, limit: TraceFormat.recentClassFrees) {
+                reuseTag = RecordTag.mallocReuseClass &+ UInt8(truncatingIfNeeded: j)
             }
         }
         if reuseTag != 0 {
@@ -220,8 +189,8 @@ public final class TraceWriter {
             i &+= 1
         } else {
             let slot = chooseSlot(address)
-            let delta = Varint.zigzag(address &- slots[slot])
-            slots[slot] = address
+            let delta = Varint.zigzag(address &- compact.slots[slot])
+            compact.slots[slot] = address
             if !typed {
                 p[i] = RecordTag.mallocSlot | UInt8(truncatingIfNeeded: slot)
                 i &+= 1
@@ -239,9 +208,8 @@ public final class TraceWriter {
         // Remember which allocation returned `address`, for a compact free of it.
         let h = Self.recentHash(address)
         recentAddress[h] = address
-        recentSequence[h] = allocations
-        recentSizes[Int(truncatingIfNeeded: allocations) & (TraceFormat.recentAllocations - 1)] = size
-        allocations &+= 1
+        recentSequence[h] = compact.allocations
+        compact.noteAllocation(address, size: size)
         events &+= 1
         if i >= flushAt { flushPending() }
     }
@@ -254,13 +222,9 @@ public final class TraceWriter {
         let p = buffer
         var i = position
         let h = Self.recentHash(address)
-        let back = allocations &- 1 &- recentSequence[h]
+        let back = compact.allocations &- 1 &- recentSequence[h]
         if recentAddress[h] == address && back < UInt64(TraceFormat.recentAllocations) {
-            // Its size is known: remember the address among the frees of its size class.
-            if let c = TraceFormat.sizeClass(recentSizes[Int(truncatingIfNeeded: recentSequence[h]) & (TraceFormat.recentAllocations - 1)]) {
-                classFreed[c &* 8 &+ (classFrees[c] & 7)] = address
-                classFrees[c] &+= 1
-            }
+            compact.noteFreeOfRecentAllocation(at: Int(truncatingIfNeeded: recentSequence[h]) & CompactEventState.recentMask)
             if function == .free {
                 if back < 16 {
                     p[i] = RecordTag.freeRecentShort | UInt8(truncatingIfNeeded: back)
@@ -283,11 +247,10 @@ public final class TraceWriter {
                 p[i &+ 1] = UInt8(truncatingIfNeeded: slot)
                 i &+= 2
             }
-            i = Varint.put(Varint.zigzag(address &- slots[slot]), into: p, at: i)
-            slots[slot] = address
+            i = Varint.put(Varint.zigzag(address &- compact.slots[slot]), into: p, at: i)
+            compact.slots[slot] = address
         }
-        freed[frees & 15] = address
-        frees &+= 1
+        compact.noteFree(address)
         position = i
         events &+= 1
         if i >= flushAt { flushPending() }
@@ -300,8 +263,8 @@ public final class TraceWriter {
         let slot = chooseSlot(address)
         p[position] = RecordTag.reallocUndoSlot
         p[position &+ 1] = UInt8(truncatingIfNeeded: slot)
-        position = Varint.put(Varint.zigzag(address &- slots[slot]), into: p, at: position &+ 2)
-        slots[slot] = address
+        position = Varint.put(Varint.zigzag(address &- compact.slots[slot]), into: p, at: position &+ 2)
+        compact.slots[slot] = address
         events &+= 1
         if position >= flushAt { flushPending() }
     }
@@ -314,7 +277,7 @@ public final class TraceWriter {
         var best = 0
         var bestDistance = UInt64.max
         for s in 0..<TraceFormat.addressSlots {
-            let base = slots[s]
+            let base = compact.slots[s]
             let distance = base > address ? base &- address : address &- base
             if distance < bestDistance {
                 bestDistance = distance
