@@ -72,15 +72,15 @@ public final class TraceWriter {
     private let compressor: ChunkCompressor?
     /// False once the symbols or the end record are being written: their chunks stay plain.
     private var compressing = true
-    /// Pending bytes at which a chunk is flushed (header included).
-    private let flushAt: Int
-    private let defaultCapacity: Int
     /// False once finished or failed: appends are dropped.
     private var writable = true
 
     /// Room reserved past the flush threshold for one small record
     /// (alloc is at most 33 bytes, end at most 97).
     private static let smallRecordRoom = 128
+    /// Pending bytes at which a chunk is flushed (header included).
+    private static let flushAt = TraceFormat.chunkHeaderSize + TraceFormat.flushThreshold
+    private static let defaultCapacity = flushAt + smallRecordRoom
     /// The zstd level chunks are compressed with unless the caller says otherwise (chosen by
     /// measurement: docs/trace-format.md, "Compressed chunks").
     public static let defaultCompressionLevel: Int32 = 1
@@ -96,8 +96,6 @@ public final class TraceWriter {
                 compressionLevel: Int32? = TraceWriter.defaultCompressionLevel) throws {
         self.path = path
         compressor = compressionLevel.flatMap { ChunkCompressor(level: $0) }
-        flushAt = TraceFormat.chunkHeaderSize + TraceFormat.flushThreshold
-        defaultCapacity = flushAt + Self.smallRecordRoom
         let flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC
         var descriptor: Int32
         repeat {
@@ -140,7 +138,7 @@ public final class TraceWriter {
         recentSequence = .allocate(capacity: 1 << Self.recentBits)
         recentSequence.initialize(repeating: 0, count: 1 << Self.recentBits)
         fd = descriptor
-        capacity = defaultCapacity
+        capacity = Self.defaultCapacity
         buffer = .allocate(capacity: capacity)
         position = TraceFormat.chunkHeaderSize
         written = UInt64(TraceFormat.headerSize)
@@ -211,7 +209,7 @@ public final class TraceWriter {
         recentSequence[h] = compact.allocations
         compact.noteAllocation(address, size: size)
         events &+= 1
-        if i >= flushAt { flushPending() }
+        if i >= Self.flushAt { flushPending() }
     }
 
     /// Appends a free (`free(NULL)` is not recorded: count it in ``EndRecord/freeNullCalls``):
@@ -253,7 +251,7 @@ public final class TraceWriter {
         compact.noteFree(address)
         position = i
         events &+= 1
-        if i >= flushAt { flushPending() }
+        if i >= Self.flushAt { flushPending() }
     }
 
     /// Appends a reallocUndo (`0x07`): the realloc that freed `address` failed.
@@ -266,7 +264,7 @@ public final class TraceWriter {
         position = Varint.put(Varint.zigzag(address &- compact.slots[slot]), into: p, at: position &+ 2)
         compact.slots[slot] = address
         events &+= 1
-        if position >= flushAt { flushPending() }
+        if position >= Self.flushAt { flushPending() }
     }
 
     /// The address slot to delta-encode `address` against: the one whose last address is
@@ -385,7 +383,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.moduleUnload
         position = Varint.put(loadBias, into: p, at: position &+ 1)
-        if position >= flushAt { flushPending() }
+        if position >= Self.flushAt { flushPending() }
     }
 
     // MARK: Marks and bookkeeping
@@ -411,7 +409,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.threadStart
         position = Varint.put(UInt64(tid), into: p, at: position &+ 1)
-        if position >= flushAt { flushPending() }
+        if position >= Self.flushAt { flushPending() }
     }
 
     /// Appends a `stackTruncated` record: stack `id`, defined just before, was cut at the
@@ -421,7 +419,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.stackTruncated
         position = Varint.put(UInt64(id), into: p, at: position &+ 1)
-        if position >= flushAt { flushPending() }
+        if position >= Self.flushAt { flushPending() }
     }
 
     /// Appends a `lost` record: the shim gave up `count` events here.
@@ -430,7 +428,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.lost
         position = Varint.put(count, into: p, at: position &+ 1)
-        if position >= flushAt { flushPending() }
+        if position >= Self.flushAt { flushPending() }
     }
 
     /// Appends `unreachable` records for `addresses` (sorted here; split into records of at
@@ -729,10 +727,10 @@ public final class TraceWriter {
 
     /// After a variable-size record: flush at the threshold, and give back a grown buffer.
     private func endLargeRecord() {
-        if position >= flushAt { flushPending() }
-        if capacity > 4 * defaultCapacity && pendingBytes == 0 {
+        if position >= Self.flushAt { flushPending() }
+        if capacity > 4 * Self.defaultCapacity && pendingBytes == 0 {
             buffer.deallocate()
-            capacity = defaultCapacity
+            capacity = Self.defaultCapacity
             buffer = .allocate(capacity: capacity)
         }
     }
