@@ -39,8 +39,9 @@
  *   into a bounded multi-producer ring (Vyukov's per-slot sequence scheme);
  *   the ring position of a record *is* its global sequence number, so
  *   allocations, frees and marks from all threads have one total order.
- *   Variable-length data (stacks, strings) goes into an append-only "blob
- *   arena" in the same segment; records refer to it by offset/8.
+ *   Variable-length data (stacks, strings) goes into a "blob arena" in the
+ *   same segment, two halves reused in turn ("Arena epochs"); records refer
+ *   to it by a tagged offset/8.
  *
  * Processes:
  *   A raw clone() child (no fork handlers run) is noticed on the hot path: a
@@ -61,7 +62,7 @@
  *
  * Address space: under RLIMIT_AS the shim holds its segment to 1/16 of
  *   the limit (ring, then control area, then arena shrink); the default
- *   sizes (about 265 MiB) apply from a limit of 4.2 GiB up.
+ *   sizes (about 41 MiB) apply from a limit of 660 MiB up.
  *
  * Ordering rule that keeps the trace consistent across threads:
  *   a free is published *before* the real free() runs, an allocation *after*
@@ -86,8 +87,10 @@ extern "C" {
 #endif
 
 #define HG_PROTOCOL_MAGIC   0x4e45475041454848ull /* "HHEAPGEN" little-endian */
-#define HG_PROTOCOL_VERSION 4u   /* 3: control area + HG_K_CONTROL; 4: stacks as call-tree
-                                    nodes (HG_BLOB_NODE), header.stacks_lost */
+#define HG_PROTOCOL_VERSION 5u   /* 3: control area + HG_K_CONTROL; 4: stacks as call-tree
+                                    nodes (HG_BLOB_NODE), header.stacks_lost; 5: the arena
+                                    is two halves reused in epochs (arena_state,
+                                    arena_released, tagged refs) */
 
 /* Environment variables the collector sets for the target. */
 #define HG_ENV_SOCK        "HEAPGEN_SOCK"        /* path of the collector's listening socket */
@@ -95,7 +98,7 @@ extern "C" {
 #define HG_ENV_FOLLOW      "HEAPGEN_FOLLOW"      /* "fork,exec", "fork", "exec" or "": traced descendants */
 #define HG_ENV_PRELOAD     "HEAPGEN_PRELOAD"     /* "LD_PRELOAD=<the user's own value>", if any */
 #define HG_ENV_RING_SLOTS  "HEAPGEN_RING_SLOTS"  /* optional, power of two             */
-#define HG_ENV_ARENA_MB    "HEAPGEN_ARENA_MB"    /* optional blob arena size in MiB     */
+#define HG_ENV_ARENA_MB    "HEAPGEN_ARENA_MB"    /* optional blob arena size in MiB (2..128) */
 #define HG_ENV_MAX_FRAMES  "HEAPGEN_MAX_FRAMES"  /* optional, 1..HG_MAX_FRAMES         */
 #define HG_ENV_UNWIND      "HEAPGEN_UNWIND"      /* ignored since the shim dropped libunwind */
 #define HG_ENV_UNWIND_SHADOW "HEAPGEN_UNWIND_SHADOW" /* "0": walk every frame (no shadow stack) */
@@ -111,7 +114,8 @@ extern "C" {
                                                     mark, ask for a scan that takes the graph */
 
 #define HG_DEFAULT_RING_SLOTS (1u << 18)   /* 256 Ki slots x 32 B = 8 MiB */
-#define HG_DEFAULT_ARENA_MB   256u         /* sparse: pages cost only when touched */
+#define HG_DEFAULT_ARENA_MB   32u          /* two halves of 16 MiB, reused in epochs */
+#define HG_MAX_ARENA_MB       128u         /* a half's refs fit HG_REF_OFFSET_BITS */
 #define HG_MAX_FRAMES         256
 #define HG_DEFAULT_FRAMES     64
 
@@ -193,7 +197,7 @@ typedef struct hg_slot {
     uint64_t seq;        /* lap state, see below                                */
     uint64_t addr;
     uint64_t size_kind;  /* size in low 56 bits, enum hg_kind in the top 8   */
-    uint32_t ref;        /* stack id / blob ref: arena offset / 8; 0 = none  */
+    uint32_t ref;        /* stack id / blob ref: a tagged arena ref; 0 = none */
     uint32_t aux;        /* type id for Swift objects (0 = none), etc.       */
 } hg_slot;
 
@@ -229,6 +233,35 @@ enum hg_blob_tag {
 
 #define HG_NODE_DEPTH_MASK 0xffffu
 #define HG_NODE_TRUNCATED  0x80000000u
+
+/* Arena epochs (protocol 5). The arena is two halves used in turn, so a
+ * program that makes stacks without end (a test suite: millions of distinct
+ * stacks) keeps a bounded arena instead of filling it and losing stacks:
+ *   header.arena_state = epoch << HG_ARENA_EPOCH_SHIFT | bytes used in the
+ *     epoch's half; epoch E writes half E & 1, from byte 8 of it (so no ref
+ *     is 0). Producers reserve with a CAS (hg_arena_reserve, heapgen_ring.h).
+ *   When a half is full, a producer may start epoch E + 1 (CAS to
+ *     (E + 1) << shift | 8) only once header.arena_released >= E: the
+ *     collector no longer reads epoch E - 1, whose half E + 1 writes over.
+ *     Until then a producer waits (like for a full ring, counted in
+ *     wait_count; it sets arena_wanted = E + 1 so the collector releases
+ *     at once), at most HG_ARENA_WAIT_MS; blobs that still do not fit are
+ *     lost (counted: arena_full, stacks_lost).
+ *   Refs a producer publishes (hg_slot.ref) are tagged:
+ *     ref = (E & 0xff) << HG_REF_OFFSET_BITS | arena offset / 8.
+ *     Refs inside the arena (hg_node.parent, .link) are plain offset / 8
+ *     and never leave their epoch's half.
+ *   The collector keeps reading epochs arena_released and arena_released + 1;
+ *     a published ref whose tag is neither was made in an epoch it released
+ *     (a thread that interned a stack, then published it after the half had
+ *     been handed back): that allocation is recorded without a stack and
+ *     counted. It releases an epoch (store-release arena_released) only after
+ *     its last read of that half, once the next epoch is well under way. */
+#define HG_ARENA_EPOCH_SHIFT 40
+#define HG_ARENA_WAIT_MS     200
+#define HG_ARENA_USED_MASK   ((1ull << HG_ARENA_EPOCH_SHIFT) - 1)
+#define HG_REF_OFFSET_BITS   24
+#define HG_REF_OFFSET_MASK   ((1u << HG_REF_OFFSET_BITS) - 1)
 
 typedef struct hg_node {
     uint32_t parent;  /* ref of the next outer frame's node; 0 at depth 1 */
@@ -333,13 +366,15 @@ typedef struct hg_header {
     /* collector -> shim */
     _Alignas(64) volatile uint32_t state;    /* enum hg_state                        */
     int32_t  collector_pid;
+    uint64_t arena_released;                 /* arena epochs below this are no longer read */
 
     /* producers: ring head (next position to claim) */
     _Alignas(64) uint64_t head;
     /* consumer: every position below tail has been read */
     _Alignas(64) uint64_t tail;
-    /* producers: arena bump pointer, bytes; starts at 8 so ref 0 means none */
-    _Alignas(64) uint64_t arena_used;
+    /* producers: arena epoch and bytes used in its half (see "Arena epochs") */
+    _Alignas(64) uint64_t arena_state;
+    uint64_t arena_wanted;                   /* E + 1: a producer waits to start epoch E + 1 */
     /* producers: statistics, updated only on slow paths */
     _Alignas(64) uint64_t wait_count;        /* times a producer found the ring full */
     uint64_t wait_ns;                        /* total time spent waiting             */

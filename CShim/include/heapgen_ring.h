@@ -118,6 +118,51 @@ static inline void hg_blob_write(uint8_t *p, uint32_t tag, uint32_t len_field,
     if (blen) memcpy(p + sizeof bh + alen, b, blen);
 }
 
+/* ----------------------------------------------------------------- arena */
+
+/* Reserves `bytes` (a multiple of 8) in the arena (heapgen_protocol.h,
+ * "Arena epochs"), whose halves are `half` bytes. *epoch: in, the epoch the
+ * caller needs (its other blobs are there) or UINT64_MAX for any; out, the
+ * epoch reserved in. Returns the offset from the arena's start; 0 when the
+ * half is full and the next epoch may not start yet; UINT64_MAX when the
+ * arena moved on from the epoch the caller needs. A CAS loop, not a
+ * fetch-add: a full half never moves the counter, so the state always
+ * reads as an epoch and a used size within its half. */
+static inline uint64_t hg_arena_reserve(hg_header *h, uint64_t half, uint64_t bytes, uint64_t *epoch)
+{
+    uint64_t s = __atomic_load_n(&h->arena_state, __ATOMIC_RELAXED);
+    for (;;) {
+        const uint64_t e = s >> HG_ARENA_EPOCH_SHIFT, used = s & HG_ARENA_USED_MASK;
+        if (*epoch != UINT64_MAX && e != *epoch)
+            return UINT64_MAX;
+        if (used <= half && bytes <= half - used) {
+            if (__atomic_compare_exchange_n(&h->arena_state, &s, s + bytes, 1,
+                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+                *epoch = e;
+                return (e & 1) * half + used;
+            }
+            continue;
+        }
+        /* Acquire: the collector's reads of the half epoch e + 1 reuses
+         * happened before it released epoch e - 1. */
+        if (bytes > half - 8 || __atomic_load_n(&h->arena_released, __ATOMIC_ACQUIRE) < e)
+            return 0;
+        /* Acquire-release: no write into the reused half may be seen
+         * before the switch (the collector reads a just-released half as
+         * long as the state still names the epoch before). */
+        const uint64_t next = (e + 1) << HG_ARENA_EPOCH_SHIFT | 8;
+        if (__atomic_compare_exchange_n(&h->arena_state, &s, next, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+            s = next;
+    }
+}
+
+/* The ref a record carries for arena offset `off` in epoch e. */
+HG_RING_INLINE uint32_t hg_arena_ref(uint64_t e, uint64_t off)
+{
+    return (uint32_t)((e & 0xff) << HG_REF_OFFSET_BITS) | (uint32_t)(off >> 3);
+}
+
 /* ----------------------------------------------------------------- clock */
 
 /* CLOCK_MONOTONIC in ns: the clock of HG_K_MARK records (size), whichever

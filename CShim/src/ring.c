@@ -26,6 +26,11 @@ HG_TLS uint32_t hg_thread_gen;
  * could have waited: a window of a few instructions). */
 static HG_TLS uint64_t hg_held;
 
+int hg_holds_slot(void)
+{
+    return hg_held != 0;
+}
+
 /* Waits until the collector has read position `pos - N`. Returns 0 when
  * the collector is gone. */
 static int wait_for_space(uint64_t pos)

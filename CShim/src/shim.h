@@ -37,6 +37,7 @@ typedef struct hg_shim {
     uint32_t   ring_shift;     /* log2(ring_slots)                          */
     uint32_t   max_frames;
     uint64_t   arena_size;
+    uint64_t   arena_half;     /* bytes of each half (see "Arena epochs")  */
     hg_owned_fd conn;          /* our connection to the collector          */
     hg_owned_fd seg;           /* our memfd, kept for `heapgen mark PID`   */
     pid_t      pid;            /* the process this segment belongs to      */
@@ -118,6 +119,9 @@ void hg_wait_init(void);
 
 /* ring.c */
 int  hg_emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t aux);
+/* 1 if this thread holds a claimed, unpublished ring slot (we are nested in
+ * our own emit, e.g. in a signal handler): the collector cannot get past it. */
+int  hg_holds_slot(void);
 void hg_thread_announce(void);
 extern HG_TLS uint32_t hg_thread_gen;
 

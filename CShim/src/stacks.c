@@ -23,14 +23,19 @@
  *     describe the same edge). Building a stack starts below the outer
  *     frames it shares with the thread's last built one.
  * Entries carry the epoch they were made in, so a new segment (fork) or a
- * dlclose (code addresses may be reused) forgets them and builds new nodes.
+ * dlclose (code addresses may be reused) forgets them and builds new nodes;
+ * and the arena epoch (heapgen_protocol.h, "Arena epochs"): when a half
+ * fills, the next epoch starts over in the other half with empty indexes,
+ * and a stack is built within one epoch (a build that sees the arena move
+ * on starts again), so no chain crosses halves.
  *
  * No locks, no allocation after the first call (the indexes are mmap'ed
  * once): safe to enter from a signal handler that interrupted the shim.
- * When the arena or an index is exhausted the allocation is recorded with
- * stack 0 and counted in header.stacks_lost, never dropped silently. (Not
- * with the outer part of its stack that could be stored: that would name an
- * outer function as the allocating one.)
+ * When the store cannot take a stack (the next half is still being read by
+ * the collector) the allocation is recorded with stack 0 and counted in
+ * header.stacks_lost, never dropped silently. (Not with the outer part of
+ * its stack that could be stored: that would name an outer function as the
+ * allocating one.)
  */
 #include <string.h>
 #include <sys/mman.h>
@@ -99,35 +104,71 @@ static uint64_t *get_indexes(void)
     return (uint64_t *)m;
 }
 
-/* Reserves `bytes` (rounded to 8) in the arena; returns the offset or 0. */
-static uint64_t arena_reserve(uint64_t bytes)
+/* Waits for the collector to release the epoch before `epoch` (the half
+ * the next epoch reuses), at most HG_ARENA_WAIT_MS. 1 when it did. Not
+ * while this thread holds a ring slot: the collector stops at that slot. */
+static int await_release(uint64_t epoch)
+{
+    hg_header *h = g_hg.hdr;
+    if (hg_holds_slot() || h->detached)
+        return 0;
+    const uint64_t start = hg_clock_ns();
+    uint64_t last_check = start;
+    __atomic_fetch_add(&h->wait_count, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->arena_wanted, epoch + 1, __ATOMIC_RELAXED);
+    int ok = 0;
+    for (;;) {
+        if (__atomic_load_n(&h->arena_released, __ATOMIC_ACQUIRE) >= epoch ||
+            (__atomic_load_n(&h->arena_state, __ATOMIC_RELAXED) >> HG_ARENA_EPOCH_SHIFT) != epoch) {
+            ok = 1;
+            break;
+        }
+        struct timespec ts = { 0, 50 * 1000 };
+        nanosleep(&ts, NULL);
+        uint64_t t = hg_clock_ns();
+        if (t - start > HG_ARENA_WAIT_MS * 1000000ull || h->detached)
+            break;
+        if (t - last_check > 20000000ull) {   /* every 20 ms, as for a full ring */
+            last_check = t;
+            if (!hg_collector_alive())
+                break;
+        }
+    }
+    __atomic_fetch_add(&h->wait_ns, hg_clock_ns() - start, __ATOMIC_RELAXED);
+    return ok;
+}
+
+/* Reserves `bytes` (rounded to 8) in the arena: the offset, 0 if the arena
+ * is full (counted), ARENA_MOVED if it moved on from epoch *epoch (see
+ * hg_arena_reserve). A full half whose successor may not start yet is
+ * waited for once. */
+#define ARENA_MOVED UINT64_MAX
+static uint64_t arena_reserve(uint64_t bytes, uint64_t *epoch)
 {
     bytes = (bytes + 7) & ~7ull;
-    hg_header *h = g_hg.hdr;
-    /* Once full, stay off the shared counter: arena_used then stays close
-     * to the arena size and keeps meaning "bytes used". */
-    if (__atomic_load_n(&h->arena_used, __ATOMIC_RELAXED) + bytes > g_hg.arena_size) {
-        __atomic_fetch_add(&h->arena_full, 1, __ATOMIC_RELAXED);
-        return 0;
+    uint64_t off = hg_arena_reserve(g_hg.hdr, g_hg.arena_half, bytes, epoch);
+    if (off == 0 && bytes <= g_hg.arena_half - 8) {
+        uint64_t e = __atomic_load_n(&g_hg.hdr->arena_state, __ATOMIC_RELAXED) >> HG_ARENA_EPOCH_SHIFT;
+        if (await_release(e))
+            off = hg_arena_reserve(g_hg.hdr, g_hg.arena_half, bytes, epoch);
     }
-    uint64_t off = __atomic_fetch_add(&h->arena_used, bytes, __ATOMIC_RELAXED);
-    if (off + bytes > g_hg.arena_size || (off >> 3) > UINT32_MAX) {
-        __atomic_fetch_add(&h->arena_full, 1, __ATOMIC_RELAXED);
-        return 0;
-    }
+    if (off == 0)
+        __atomic_fetch_add(&g_hg.hdr->arena_full, 1, __ATOMIC_RELAXED);
     return off;
 }
 
-/* Stores header + two byte ranges as one blob. `len_field` goes into the
- * blob header's len (byte count for strings and modules). */
+/* Stores header + two byte ranges as one blob, in whichever epoch is
+ * current. `len_field` goes into the blob header's len (byte count for
+ * strings and modules). Returns the tagged ref, 0 if it did not fit. */
 uint32_t hg_arena_put(uint32_t tag, const void *a, uint32_t alen,
                       const void *b, uint32_t blen, uint32_t len_field)
 {
-    uint64_t off = arena_reserve(sizeof(hg_blob_hdr) + (uint64_t)alen + blen);
+    uint64_t epoch = UINT64_MAX;
+    uint64_t off = arena_reserve(sizeof(hg_blob_hdr) + (uint64_t)alen + blen, &epoch);
     if (off == 0)
         return 0;
     hg_blob_write(g_hg.arena + off, tag, len_field, a, alen, b, blen);
-    return (uint32_t)(off >> 3);
+    return hg_arena_ref(epoch, off);
 }
 
 /* ------------------------------------------------------------------ nodes */
@@ -220,12 +261,15 @@ static uint32_t chain_find(uint32_t ref, uint32_t stop, uint32_t parent, uint64_
     return 0;
 }
 
-/* Writes a new node (not yet reachable from any index). */
-static uint32_t node_new(uint32_t parent, uint64_t pc, uint32_t meta)
+/* Writes a new node (not yet reachable from any index) in arena epoch
+ * `arena_epoch`: its ref, 0 if the arena is full, NODE_MOVED if the arena
+ * moved on (the node's parent is in the old epoch's half). */
+#define NODE_MOVED UINT32_MAX
+static uint32_t node_new(uint32_t parent, uint64_t pc, uint32_t meta, uint64_t arena_epoch)
 {
-    uint64_t off = arena_reserve(sizeof(node_blob));
-    if (off == 0)
-        return 0;
+    uint64_t off = arena_reserve(sizeof(node_blob), &arena_epoch);
+    if (off == 0 || off == ARENA_MOVED)
+        return off == 0 ? 0 : NODE_MOVED;
     node_blob *b = (node_blob *)(g_hg.arena + off);
     b->h.len = meta;
     b->h.tag = HG_BLOB_NODE;
@@ -236,9 +280,11 @@ static uint32_t node_new(uint32_t parent, uint64_t pc, uint32_t meta)
 }
 
 /* The node of edge (parent, pc) with depth|flags `meta`, made if new.
- * 0 if it could not be stored. *announced: module scan done for this stack. */
+ * 0 if it could not be stored, NODE_MOVED if the arena left `arena_epoch`.
+ * *announced: module scan done for this stack. */
 static uint32_t edge_intern(uint64_t *heads, uint32_t parent, uint64_t pc, uint32_t meta,
-                            uint64_t epoch, const uint64_t *pcs, uint32_t n, int *announced)
+                            uint64_t epoch, uint64_t arena_epoch,
+                            const uint64_t *pcs, uint32_t n, int *announced)
 {
     const uint32_t mask = __atomic_load_n(&edge_mask, __ATOMIC_RELAXED);
     uint64_t *head = &heads[mix(pc ^ ((uint64_t)parent << 32 | meta)) & mask];
@@ -248,7 +294,7 @@ static uint32_t edge_intern(uint64_t *heads, uint32_t parent, uint64_t pc, uint3
         uint32_t first = (cur >> 32) == epoch ? (uint32_t)cur : 0;
         uint32_t found = chain_find(first, stop, parent, pc, meta);
         if (HG_UNLIKELY(found == UINT32_MAX))
-            return 0;
+            return 0;   /* (a broken chain; NODE_MOVED comes only from node_new) */
         if (found != 0)
             return found;   /* (a node of ours lost the race: 24 unreferenced bytes) */
         if (mine == 0) {
@@ -260,9 +306,9 @@ static uint32_t edge_intern(uint64_t *heads, uint32_t parent, uint64_t pc, uint3
                 if (!hg_modules_contain_all(pcs, n))
                     hg_modules_scan();
             }
-            mine = node_new(parent, pc, meta);
-            if (mine == 0)
-                return 0;
+            mine = node_new(parent, pc, meta, arena_epoch);
+            if (mine == 0 || mine == NODE_MOVED)
+                return mine;
         }
         ((node_blob *)(g_hg.arena + ((uint64_t)mine << 3)))->n.link = first;
         /* Release: the node's fields before the head that reaches it. */
@@ -288,10 +334,11 @@ typedef struct last_built {
 
 static HG_TLS last_built last;
 
-/* Builds (or finds) the chain of nodes for pcs[0..n), outermost first;
- * returns the innermost node's ref, 0 if the store is full. */
+/* Builds (or finds) the chain of nodes for pcs[0..n), outermost first, in
+ * arena epoch `arena_epoch`; returns the innermost node's ref, 0 if the
+ * store is full, NODE_MOVED if the arena moved on meanwhile. */
 static uint32_t build_stack(uint64_t *heads, const uint64_t *pcs, uint32_t n,
-                            uint32_t trunc, uint64_t epoch)
+                            uint32_t trunc, uint64_t epoch, uint64_t arena_epoch)
 {
     uint32_t parent = 0, depth = 0;
     if (last.epoch == epoch + 1 && last.trunc == trunc) {
@@ -306,11 +353,14 @@ static uint32_t build_stack(uint64_t *heads, const uint64_t *pcs, uint32_t n,
     last.epoch = 0;     /* being rewritten */
     int announced = 0;
     for (uint32_t d = depth + 1; d <= n; d++) {
-        parent = edge_intern(heads, parent, pcs[n - d], d | trunc, epoch, pcs, n, &announced);
-        if (parent == 0) {
+        uint32_t node = edge_intern(heads, parent, pcs[n - d], d | trunc, epoch, arena_epoch,
+                                    pcs, n, &announced);
+        if (node == 0 || node == NODE_MOVED) {
             last.n = d - 1;
+            parent = node;
             break;
         }
+        parent = node;
         last.pcs[d - 1] = pcs[n - d];
         last.refs[d - 1] = parent;
         last.n = d;
@@ -326,15 +376,15 @@ static uint32_t stack_lost(void)
     return 0;
 }
 
-uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n, int truncated)
+/* Interns pcs[0..n) in arena epoch `arena_epoch`: the plain ref of its
+ * innermost node, 0 if the store is full, NODE_MOVED if the arena moved on. */
+static uint32_t intern_in(uint64_t *t, const uint64_t *pcs, uint32_t n, uint32_t trunc,
+                          uint64_t arena_epoch)
 {
-    if (HG_UNLIKELY(n == 0 || n > HG_MAX_FRAMES))
-        return 0;
-    uint64_t *t = get_indexes();
-    if (HG_UNLIKELY(t == NULL))
-        return stack_lost();
-    const uint32_t trunc = truncated ? HG_NODE_TRUNCATED : 0;
-    const uint64_t epoch = __atomic_load_n(&g_hg.epoch, __ATOMIC_ACQUIRE);
+    /* Index entries name nodes of one arena epoch of one segment: the
+     * segment/dlclose epoch and the arena epoch together key them. */
+    const uint64_t epoch = (uint32_t)(__atomic_load_n(&g_hg.epoch, __ATOMIC_ACQUIRE) << 16 |
+                                      (arena_epoch & 0xffff));
     const uint64_t key = hash_frames(pcs, n, trunc) | 1;   /* odd: never 0 or BUSY */
     const uint32_t at = (uint32_t)(key >> 11);
 
@@ -359,9 +409,9 @@ uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n, int truncated)
             return (uint32_t)v;
     }
 
-    uint32_t ref = build_stack(t + CACHE_WORDS, pcs, n, trunc, epoch);
-    if (HG_UNLIKELY(ref == 0))
-        return stack_lost();
+    uint32_t ref = build_stack(t + CACHE_WORDS, pcs, n, trunc, epoch, arena_epoch);
+    if (HG_UNLIKELY(ref == 0 || ref == NODE_MOVED))
+        return ref;
 
     /* Remember it: an empty or stale slot of the window, else overwrite one
      * (the cache is lossy; the edge index still finds the stack). */
@@ -388,6 +438,29 @@ uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n, int truncated)
         __atomic_store_n(&slot->key, key, __ATOMIC_RELEASE);
     }
     return ref;
+}
+
+uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n, int truncated)
+{
+    if (HG_UNLIKELY(n == 0 || n > HG_MAX_FRAMES))
+        return 0;
+    uint64_t *t = get_indexes();
+    if (HG_UNLIKELY(t == NULL))
+        return stack_lost();
+    const uint32_t trunc = truncated ? HG_NODE_TRUNCATED : 0;
+    /* A stack is built in one arena epoch: when the arena moves on halfway
+     * (another thread filled the half), start again in the new one. Twice
+     * in one call means the halves fill faster than we build: give up. */
+    for (int tries = 0; tries < 3; tries++) {
+        const uint64_t arena_epoch =
+            __atomic_load_n(&g_hg.hdr->arena_state, __ATOMIC_RELAXED) >> HG_ARENA_EPOCH_SHIFT;
+        uint32_t ref = intern_in(t, pcs, n, trunc, arena_epoch);
+        if (HG_LIKELY(ref != 0 && ref != NODE_MOVED))
+            return hg_arena_ref(arena_epoch, (uint64_t)ref << 3);
+        if (ref == 0)
+            break;
+    }
+    return stack_lost();
 }
 
 void hg_stacks_reset(void)

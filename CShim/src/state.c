@@ -87,7 +87,7 @@ static void arm_clone_detection(void)
 /* Under RLIMIT_AS the segment must not eat the program's address space:
  * the whole segment is held to 1/HG_AS_FRACTION of the limit (ring first
  * down to a quarter of that, control area to its minimum, the arena gets
- * the rest). Default sizes (about 265 MiB) apply from a 4.2 GiB limit up. */
+ * the rest). Default sizes (about 41 MiB) apply from a 660 MiB limit up. */
 #define HG_AS_FRACTION 16
 static void fit_address_space_limit(void)
 {
@@ -103,7 +103,7 @@ static void fit_address_space_limit(void)
         cfg_ring_slots >>= 1;
     cfg_control_bytes = HG_CONTROL_MIN_SIZE;
     uint64_t rest = page + cfg_ring_slots * sizeof(hg_slot) + cfg_control_bytes;
-    uint64_t arena = budget > rest + mib ? (budget - rest) & ~(page - 1) : mib;
+    uint64_t arena = budget > rest + 2 * mib ? (budget - rest) & ~(page - 1) : 2 * mib;
     if (arena < cfg_arena_bytes)
         cfg_arena_bytes = arena;
 }
@@ -172,7 +172,7 @@ static int open_segment(uint32_t origin, hg_owned_fd *conn)
     h->max_frames = cfg_max_frames;
     h->control_offset = control_off;
     h->control_size = cfg_control_bytes;
-    h->arena_used = 8;          /* ref 0 means "none" */
+    h->arena_state = 8;         /* epoch 0, from byte 8: ref 0 means "none" */
     hg_next_describe(h);        /* which allocator we wrap (nextalloc.c) */
     h->parent_fork_id = origin == HG_ORIGIN_FORK ? hg_fork_id : 0;
 
@@ -196,6 +196,7 @@ static int open_segment(uint32_t origin, hg_owned_fd *conn)
     g_hg.ring_mask = cfg_ring_slots - 1;
     g_hg.ring_shift = (uint32_t)__builtin_ctzll(cfg_ring_slots);
     g_hg.arena_size = cfg_arena_bytes;
+    g_hg.arena_half = (cfg_arena_bytes / 2) & ~7ull;
     g_hg.max_frames = cfg_max_frames;
     g_hg.segment_gen++;
     hg_unwind_set_fallback_sink(&h->unwind_fallbacks);
@@ -313,8 +314,10 @@ void hg_init_slow(void)
         if (slots >= 1024 && slots <= (1l << 26) && (slots & (slots - 1)) == 0)
             cfg_ring_slots = (uint64_t)slots;
         long arena = env_long(HG_ENV_ARENA_MB, HG_DEFAULT_ARENA_MB);
-        if (arena >= 1 && arena <= 16384)
-            cfg_arena_bytes = (uint64_t)arena << 20;
+        /* Bigger arenas only mean fewer epochs; tagged refs address at
+         * most HG_MAX_ARENA_MB. */
+        if (arena >= 2)
+            cfg_arena_bytes = (uint64_t)(arena < HG_MAX_ARENA_MB ? arena : HG_MAX_ARENA_MB) << 20;
         long frames = env_long(HG_ENV_MAX_FRAMES, HG_DEFAULT_FRAMES);
         if (frames >= 1 && frames <= HG_MAX_FRAMES)
             cfg_max_frames = (uint32_t)frames;

@@ -13,17 +13,19 @@
 
 static hg_header *header(const hg_segment *seg) { return (hg_header *)seg->base; }
 
-/* Reserves arena space for a blob, bounds-checked against our own copy of
- * the layout (the shared counter may be anything). Returns the ref or 0. */
+/* Reserves arena space for a blob like any producer, in whichever epoch
+ * is current, bounds-checked against our own copy of the layout (the
+ * shared state may be anything). Returns the tagged ref or 0. */
 static uint32_t put_string(const hg_segment *seg, const char *s, uint32_t len)
 {
     uint64_t bytes = (sizeof(hg_blob_hdr) + (uint64_t)len + 1 + 7) & ~7ull;
-    uint64_t off = __atomic_fetch_add(&header(seg)->arena_used, bytes, __ATOMIC_RELAXED);
-    if (off < 8 || off > seg->arena_size || bytes > seg->arena_size - off || (off >> 3) > UINT32_MAX)
+    uint64_t epoch = UINT64_MAX;
+    uint64_t off = hg_arena_reserve(header(seg), seg->arena_half, bytes, &epoch);
+    if (off == 0 || off == UINT64_MAX || off > seg->arena_size || bytes > seg->arena_size - off)
         return 0;
     static const char nul = 0;
     hg_blob_write((uint8_t *)seg->arena + off, HG_BLOB_STRING, len + 1, s, len, &nul, 1);
-    return (uint32_t)(off >> 3);
+    return hg_arena_ref(epoch, off);
 }
 
 /* Claims the next ring position if its slot is free; never waits (the

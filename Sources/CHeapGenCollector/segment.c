@@ -75,6 +75,7 @@ int hg_segment_open(int fd, const hg_hello *hello, hg_segment *seg, char *errbuf
     else if (!fits(h.ring_offset, h.ring_slots * sizeof(hg_slot), size)) why = "ring outside the segment";
     else if (h.arena_offset & 7) why = "arena offset misaligned";
     else if (!fits(h.arena_offset, h.arena_size, size)) why = "arena outside the segment";
+    else if (h.arena_size > ((uint64_t)HG_MAX_ARENA_MB << 20)) why = "arena too large for its refs";
     else if (h.arena_size != 0 && h.arena_offset < h.ring_offset + h.ring_slots * sizeof(hg_slot) &&
              h.ring_offset < h.arena_offset + h.arena_size)
         why = "arena overlaps the ring";
@@ -109,6 +110,7 @@ int hg_segment_open(int fd, const hg_hello *hello, hg_segment *seg, char *errbuf
     seg->ring_shift = (uint32_t)__builtin_ctzll(h.ring_slots);
     seg->arena = (const uint8_t *)base + h.arena_offset;
     seg->arena_size = h.arena_size;
+    seg->arena_half = (h.arena_size / 2) & ~7ull;
     seg->pid = h.pid;
     seg->ppid = h.ppid;
     seg->origin = h.origin;
@@ -154,11 +156,23 @@ void hg_segment_counters(const hg_segment *seg, hg_counters *out) {
     out->lost_events = __atomic_load_n(&h->lost_events, __ATOMIC_RELAXED);
     out->free_null = __atomic_load_n(&h->free_null, __ATOMIC_RELAXED);
     out->unwind_fallbacks = __atomic_load_n(&h->unwind_fallbacks, __ATOMIC_RELAXED);
-    out->arena_used = __atomic_load_n(&h->arena_used, __ATOMIC_RELAXED);
+    out->arena_state = __atomic_load_n(&h->arena_state, __ATOMIC_RELAXED);
     out->detached = __atomic_load_n(&h->detached, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------ blobs */
+
+uint64_t hg_arena_state(const hg_segment *seg) {
+    return __atomic_load_n(&((hg_header *)seg->base)->arena_state, __ATOMIC_ACQUIRE);
+}
+
+uint64_t hg_arena_wanted(const hg_segment *seg) {
+    return __atomic_load_n(&((hg_header *)seg->base)->arena_wanted, __ATOMIC_RELAXED);
+}
+
+void hg_arena_release(const hg_segment *seg, uint64_t released) {
+    __atomic_store_n(&((hg_header *)seg->base)->arena_released, released, __ATOMIC_RELEASE);
+}
 
 const void *hg_blob(const hg_segment *seg, uint32_t ref, uint32_t tag, uint32_t *len) {
     if (ref == 0 || !seg->arena) return NULL;

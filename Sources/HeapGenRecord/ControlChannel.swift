@@ -350,14 +350,12 @@ final class ControlChannel {
     /// What the collector and the segment can tell the responder, at this request.
     private func view(_ seg: Segment) -> ControlSegmentView {
         let control = seg.control
-        let raw = seg.raw
         let frames = frames
         return ControlSegmentView(
             tracePath: seg.path, typeNames: control.typeNames, moduleEvents: control.modules,
             readStack: { stack in
                 guard stack != 0 else { return [] }
-                let n = Int(hg_read_stack(raw, stack, frames, UInt32(Self.maxFrames)))
-                return n > 0 ? Array(UnsafeBufferPointer(start: frames, count: n)) : []
+                return seg.frames(ofStack: stack, scratch: frames, scratchCount: Self.maxFrames)
             })
     }
 

@@ -742,7 +742,7 @@ final class RecordingLoop {
                             producerWaits: c.waits, producerWaitNanoseconds: c.waitNanoseconds,
                             lostEvents: max(c.lostEvents, seg.lostReported), tornEvents: seg.torn, arenaFull: c.arenaFull,
                             freeNullCalls: c.freeNullCalls, unwindFallbacks: c.unwindFallbacks,
-                            stacksLost: c.stacksLost)
+                            stacksLost: c.stacksLost &+ seg.staleStacks)
         var failure: String?
         seg.aggregator?.flush(seg.writer, closing: false)
         do {
@@ -760,7 +760,7 @@ final class RecordingLoop {
                                               + "after \(HumanUnits.count(seg.writer.eventCount)) events; the program ran on untraced"
                                       },
                                       droppedCounters: seg.droppedCounters,
-                                      arenaBytes: c.arenaUsed,
+                                      arenaBytes: c.arenaBytes,
                                       frameAddresses: seg.writer.frameAddresses, modules: seg.writer.modules))
         entry.segment = nil
         live.removeAll { $0 === seg }

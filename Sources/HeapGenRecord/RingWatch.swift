@@ -83,8 +83,9 @@ struct ShimCounters {
     var unwindFallbacks: UInt64
     /// Allocations recorded with stack 0: the stack store was full.
     var stacksLost: UInt64
-    /// Bytes of the arena in use, at most its size.
-    var arenaUsed: UInt64
+    /// Bytes written to the arena in all its epochs (the halves before the current one
+    /// counted whole).
+    var arenaBytes: UInt64
     /// At least one counter was out of range (and was dropped).
     var dropped = false
 
@@ -107,7 +108,10 @@ struct ShimCounters {
         freeNullCalls = plausible(c.free_null)
         unwindFallbacks = plausible(c.unwind_fallbacks)
         stacksLost = plausible(c.stacks_lost)
-        arenaUsed = min(c.arena_used, raw.pointee.arena_size)
+        let half = raw.pointee.arena_half
+        let epoch = c.arena_state >> UInt64(HG_ARENA_EPOCH_SHIFT)
+        let (before, tooMany) = epoch.multipliedReportingOverflow(by: half)
+        arenaBytes = tooMany ? UInt64.max : before &+ min(c.arena_state & ArenaEpochs.usedMask, half)
         self.dropped = dropped
     }
 }

@@ -17,13 +17,17 @@ final class Segment {
 
     /// Next ring position to consume.
     var tail: UInt64 = 0
-    /// Stack refs already defined in the trace (a stack's trace id is its ref).
-    var stacks = IdSet()
+    /// The shim's arena epochs: which refs are still readable, and the trace ids of the
+    /// stacks defined so far.
+    let epochs: ArenaEpochs
     /// Type ids already defined in the trace.
     var types = IdSet()
 
     /// Allocations whose stack blob was invalid (recorded with stack 0).
     var badStacks: UInt64 = 0
+    /// Allocations whose stack was made in an arena epoch already released (published
+    /// after a whole half of other allocations): recorded with stack 0, counted as lost.
+    var staleStacks: UInt64 = 0
     /// Allocations naming a type id that was never defined (recorded with type 0).
     var undefinedTypes: UInt64 = 0
     /// Metadata records (module, type name, mark) whose blob was invalid, and unknown kinds.
@@ -104,14 +108,40 @@ final class Segment {
                 break
             }
         }
+        keepReleasedFrames(of: heap)
         return heap
     }
 
-    /// The frames of trace stack `id`: an inherited stack, or a stack blob in the arena.
+    /// Stacks of `heap`'s blocks whose arena epoch was released before the heap was made:
+    /// their frames are read back from the trace (one more pass, at the first fork only).
+    private func keepReleasedFrames(of heap: LiveTracker) {
+        var wanted = Set<UInt32>()
+        heap.forEachBlock { if $0.stack != 0 && epochs.isReleased($0.stack) && epochs.retired($0.stack) == nil { wanted.insert($0.stack) } }
+        guard !wanted.isEmpty, var reader = try? TraceReader(path: path, strict: true) else { return }
+        var found: [UInt32: [UInt64]] = [:]
+        try? reader.forEach { record in
+            if case .stack(let id, let frames) = record, wanted.contains(id) { found[id] = frames }
+        }
+        epochs.keepRetired(found)
+    }
+
+    /// The frames of trace stack `id`: an inherited stack, a stack in an arena epoch still
+    /// read, or one kept when its epoch was released.
     func frames(ofStack id: UInt32, scratch: UnsafeMutablePointer<UInt64>, scratchCount: Int) -> [UInt64] {
         if id >= InheritedHeap.firstID { return inheritedFrames[id] ?? [] }
-        let n = hg_read_stack(raw, id, scratch, UInt32(scratchCount))
+        guard let plain = epochs.plainRef(ofStack: id) else { return epochs.retired(id) ?? [] }
+        let n = hg_read_stack(raw, plain, scratch, UInt32(scratchCount))
         return Array(UnsafeBufferPointer(start: scratch, count: Int(n)))
+    }
+
+    /// The stack ids live blocks use now, in the collector's live heap and the control
+    /// channel's tracker (those that exist).
+    func liveStackIDs() -> Set<UInt32> {
+        var ids = Set<UInt32>()
+        for tracker in [liveHeap, control.tracker] {
+            tracker?.forEachBlock { if $0.stack != 0 { ids.insert($0.stack) } }
+        }
+        return ids
     }
 
     /// The name of type `id`, if this image defined it.
@@ -121,6 +151,7 @@ final class Segment {
 
     init(raw: UnsafeMutablePointer<hg_segment>, origin: ProcessOrigin, image: Int, path: String, writer: TraceWriter) {
         self.raw = raw
+        self.epochs = ArenaEpochs(halfBytes: raw.pointee.arena_half)
         self.pid = raw.pointee.pid
         self.ppid = raw.pointee.ppid
         self.origin = origin

@@ -54,6 +54,7 @@ final class SegmentDrainer {
         } else {
             seg.watch.check(seg.raw, tail: seg.tail, pid: seg.pid, now: monotonicNanoseconds())
         }
+        advanceEpochs(seg)
         return n
     }
 
@@ -106,14 +107,16 @@ final class SegmentDrainer {
         // Live tracking (control channel): nil unless the program asked, or when it is `heap`
         // itself (see ``separateTracker``): each tracker gets each event once.
         var tracker = Self.separateTracker(seg, heap)
+        let epochs = seg.epochs
+        let shimEpoch = ArenaEpochs.shimEpoch(seg.raw)
         for i in 0..<count {
             let s = slots[i]
             let kind = UInt32(truncatingIfNeeded: s.size_kind >> UInt64(HG_KIND_SHIFT))
             switch kind {
             case UInt32(HG_K_MALLOC.rawValue)...UInt32(HG_K_PVALLOC.rawValue):
                 var stack = s.ref
-                if stack != 0 && !seg.stacks.contains(stack) {
-                    stack = defineStack(seg, ref: stack)
+                if stack != 0 {
+                    stack = epochs.knownID(stack) ?? stackID(seg, ref: stack, shimEpoch: shimEpoch)
                 }
                 var type = s.aux
                 if type != 0 && !seg.types.contains(type) {
@@ -172,31 +175,92 @@ final class SegmentDrainer {
         return tracker === heap ? nil : tracker
     }
 
-    /// Expands call-tree node `ref` (the innermost frame of a stack) into its whole
-    /// stack and defines it in the trace, with a `stackTruncated` record if the shim cut
-    /// it at its frame limit; returns the stack id to use (0 if the chain is malformed).
-    ///
-    /// The trace id of a stack is its innermost node's ref: unique per whole stack, so the
-    /// only state kept per stack is one bit in ``Segment/stacks``.
+    /// The trace id of the stack a record's `ref` names: defined now (expanded from the
+    /// arena) if it is new; 0 if its epoch was released or its chain is malformed (counted).
     @inline(never)
-    private func defineStack(_ seg: Segment, ref: UInt32) -> UInt32 {
+    private func stackID(_ seg: Segment, ref: UInt32, shimEpoch: UInt64) -> UInt32 {
+        // The batch's shimEpoch may predate a switch: ask the header again before calling
+        // the ref stale (acquire: the new epoch's nodes are visible once its state is).
+        guard let (epoch, plain) = seg.epochs.locate(ref, shimEpoch: shimEpoch)
+                ?? seg.epochs.locate(ref, shimEpoch: ArenaEpochs.shimEpoch(seg.raw)) else {
+            return lateStack(seg, ref: ref, shimEpoch: ArenaEpochs.shimEpoch(seg.raw))
+        }
+        if let id = seg.epochs.definedID(epoch: epoch, plain: plain) { return id }
+        guard epoch == 0 || seg.epochs.hasRoom else {
+            seg.badStacks &+= 1
+            return 0
+        }
+        return defineStack(seg, epoch: epoch, plain: plain)
+    }
+
+    /// A stack published after its epoch was released (a thread preempted between interning
+    /// and publishing): read like a seqlock while the shim has not started writing over its
+    /// half, else lost (counted).
+    private func lateStack(_ seg: Segment, ref: UInt32, shimEpoch: UInt64) -> UInt32 {
+        guard let plain = seg.epochs.lateRef(ref, shimEpoch: shimEpoch), seg.epochs.hasRoom else {
+            seg.staleStacks &+= 1
+            return 0
+        }
         var truncated: UInt32 = 0
-        let n = hg_read_stack_flags(seg.raw, ref, frames, UInt32(Self.maxFrames), &truncated)
+        let n = hg_read_stack_flags(seg.raw, plain, frames, UInt32(Self.maxFrames), &truncated)
+        // The shim's switch to the next epoch is an acquire-release CAS that precedes its
+        // writes into the half: the same epoch after our reads means they read intact nodes.
+        guard ArenaEpochs.shimEpoch(seg.raw) == shimEpoch else {
+            seg.staleStacks &+= 1
+            return 0
+        }
         guard n > 0 else {
             seg.badStacks &+= 1
             return 0
         }
-        seg.writer.defineStack(id: ref, frames: UnsafeBufferPointer(start: frames, count: Int(n)))
-        if truncated != 0 {
-            seg.writer.stackTruncated(id: ref)
-        }
-        seg.stacks.insert(ref)
-        return ref
+        let id = seg.epochs.defineLate()
+        seg.writer.defineStack(id: id, frames: UnsafeBufferPointer(start: frames, count: Int(n)))
+        if truncated != 0 { seg.writer.stackTruncated(id: id) }
+        return id
     }
 
-    /// The string blob `ref`, or nil if invalid.
+    /// Expands call-tree node `plain` (the innermost frame of a stack) into its whole
+    /// stack and defines it in the trace, with a `stackTruncated` record if the shim cut
+    /// it at its frame limit; returns the stack id to use (0 if the chain is malformed).
+    ///
+    /// In the first arena epoch the trace id of a stack is its innermost node's ref: unique
+    /// per whole stack, so the only state kept per stack is one bit (``ArenaEpochs``).
+    @inline(never)
+    private func defineStack(_ seg: Segment, epoch: UInt64, plain: UInt32) -> UInt32 {
+        var truncated: UInt32 = 0
+        let n = hg_read_stack_flags(seg.raw, plain, frames, UInt32(Self.maxFrames), &truncated)
+        guard n > 0 else {
+            seg.badStacks &+= 1
+            return 0
+        }
+        let id = seg.epochs.define(epoch: epoch, plain: plain)
+        seg.writer.defineStack(id: id, frames: UnsafeBufferPointer(start: frames, count: Int(n)))
+        if truncated != 0 {
+            seg.writer.stackTruncated(id: id)
+        }
+        return id
+    }
+
+    /// Lets the shim reuse the older arena half once it is well into the newer one
+    /// (``ArenaEpochs/advance``).
+    private func advanceEpochs(_ seg: Segment) {
+        let head = seg.counters().head
+        let frames = frames
+        seg.epochs.advance(seg.raw, tail: seg.tail, head: head, now: monotonicNanoseconds(), liveStacks: { seg.liveStackIDs() }, frames: { plain in
+            let n = hg_read_stack(seg.raw, plain, frames, UInt32(Self.maxFrames))
+            return Array(UnsafeBufferPointer(start: frames, count: Int(n)))
+        })
+    }
+
+    /// A blob ref from a metadata record, plain, or nil if its epoch was released.
+    private func blobRef(_ seg: Segment, _ ref: UInt32) -> UInt32? {
+        seg.epochs.locate(ref, shimEpoch: ArenaEpochs.shimEpoch(seg.raw))?.plain
+    }
+
+    /// The string blob a record's `ref` names, or nil if invalid or released.
     private func string(_ seg: Segment, ref: UInt32) -> String? {
-        let n = hg_read_string(seg.raw, ref, text, Self.maxText + 1)
+        guard let plain = blobRef(seg, ref) else { return nil }
+        let n = hg_read_string(seg.raw, plain, text, Self.maxText + 1)
         guard n >= 0 else { return nil }
         return String(decoding: UnsafeRawBufferPointer(start: text, count: Int(n)), as: UTF8.self)
     }
@@ -207,7 +271,7 @@ final class SegmentDrainer {
         switch kind {
         case UInt32(HG_K_MODULE_LOAD.rawValue):
             var info = hg_module_info()
-            guard hg_read_module(seg.raw, s.ref, &info, moduleSegments, UInt32(Self.maxModuleSegments),
+            guard let plain = blobRef(seg, s.ref), hg_read_module(seg.raw, plain, &info, moduleSegments, UInt32(Self.maxModuleSegments),
                                  buildID, UInt32(Self.maxBuildID), modulePath, Self.maxPath + 1) == 0 else {
                 seg.badRecords &+= 1
                 return

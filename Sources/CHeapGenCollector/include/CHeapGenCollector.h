@@ -33,7 +33,8 @@ typedef struct hg_segment {
     uint32_t ring_shift;    /* log2(ring_slots)                            */
     uint32_t origin;        /* enum hg_origin (from the hello)             */
     const uint8_t *arena;   /* base + arena_offset                         */
-    uint64_t arena_size;
+    uint64_t arena_size;    /* validated: at most HG_MAX_ARENA_MB MiB      */
+    uint64_t arena_half;    /* bytes of each half ("Arena epochs")         */
     int32_t pid, ppid;
     uint32_t max_frames;
     int fd;                 /* always -1 after hg_segment_open (closed)    */
@@ -67,7 +68,7 @@ typedef struct hg_counters {
     uint64_t head;
     uint64_t wait_count, wait_ns, arena_full, lost_events, free_null, unwind_fallbacks;
     uint64_t stacks_lost;   /* allocations recorded with stack 0: the stack store was full */
-    uint64_t arena_used;
+    uint64_t arena_state;   /* epoch << HG_ARENA_EPOCH_SHIFT | bytes used in its half */
     uint32_t detached;
 } hg_counters;
 void hg_segment_counters(const hg_segment *seg, hg_counters *out);
@@ -143,6 +144,21 @@ size_t hg_control_response_room(const hg_segment *seg);
 int hg_control_respond(const hg_segment *seg, uint64_t id, const char *data, size_t len);
 
 /* ------------------------------------------------------------------ blobs */
+
+/* Blob and node refs below are plain (arena offset / 8): the caller takes
+ * the epoch tag off a record's ref (heapgen_protocol.h, "Arena epochs")
+ * after checking that the epoch is one it still reads. */
+
+/* header.arena_state, loaded with acquire: blobs of the epoch it names are
+ * visible once a record naming them is. */
+uint64_t hg_arena_state(const hg_segment *seg);
+
+/* header.arena_wanted: E + 1 while a producer waits to start epoch E + 1. */
+uint64_t hg_arena_wanted(const hg_segment *seg);
+
+/* Store-releases header.arena_released = released: every read of the
+ * epochs below it is done, the shim may write over their halves. */
+void hg_arena_release(const hg_segment *seg, uint64_t released);
 
 /* Returns a pointer to the payload of blob `ref` (arena offset ref*8) if the
  * header and the whole payload lie inside the arena and the tag matches;
