@@ -41,16 +41,17 @@
 #include <sys/mman.h>
 #include "shim.h"
 
-#define CACHE_BITS  20                      /* 1 Mi entries, 16 MiB virtual */
+#define CACHE_BITS  18                      /* 256 Ki entries, 4 MiB: all of it is touched, in the program */
 #define CACHE_SIZE  (1u << CACHE_BITS)
 #define CACHE_WORDS (2 * (size_t)CACHE_SIZE) /* uint64_t words of the cache */
 #define CACHE_BUSY  2                       /* key of an entry being written */
 #define CACHE_WAYS  4                       /* probe window              */
-/* Edge index: sized with the arena so chains stay short when it is full
- * (a quarter of the nodes it can hold; a 256 MiB arena holds 11 M nodes:
- * 2 Mi heads, 16 MiB virtual), between 1 Mi and 16 Mi heads. Walking long
- * chains was 80 % of a Swift test binary's time with 28 M nodes on 1 Mi. */
-#define EDGE_MIN_BITS 20
+/* Edge index: sized with the arena so chains stay short when a half is full
+ * (a quarter of the nodes the arena holds, half of those a half holds: the
+ * default 32 MiB gives 512 Ki heads, 4 MiB, touched in the program), between
+ * 512 Ki and 16 Mi heads. Walking long chains was 80 % of a Swift test
+ * binary's time with 28 M nodes on 1 Mi heads, before the arena had epochs. */
+#define EDGE_MIN_BITS 19
 #define EDGE_MAX_BITS 24
 /* A chain longer than this means the arena was scribbled on: give up, count it. */
 #define MAX_CHAIN   (1u << 16)
@@ -104,13 +105,24 @@ static uint64_t *get_indexes(void)
     return (uint64_t *)m;
 }
 
+/* The segment and epoch (gave_up_key) in which a wait for the collector
+ * timed out: the collector is stuck or starved, and making every new stack
+ * wait as long again would stall the program; stacks are counted lost
+ * until the arena moves on. */
+static uint64_t gave_up_in;
+
+static inline uint64_t gave_up_key(uint64_t epoch)
+{
+    return (uint64_t)g_hg.segment_gen << 40 | (epoch + 1);
+}
+
 /* Waits for the collector to release the epoch before `epoch` (the half
  * the next epoch reuses), at most HG_ARENA_WAIT_MS. 1 when it did. Not
  * while this thread holds a ring slot: the collector stops at that slot. */
 static int await_release(uint64_t epoch)
 {
     hg_header *h = g_hg.hdr;
-    if (hg_holds_slot() || h->detached)
+    if (hg_holds_slot() || h->detached || __atomic_load_n(&gave_up_in, __ATOMIC_RELAXED) == gave_up_key(epoch))
         return 0;
     const uint64_t start = hg_clock_ns();
     uint64_t last_check = start;
@@ -135,6 +147,8 @@ static int await_release(uint64_t epoch)
         }
     }
     __atomic_fetch_add(&h->wait_ns, hg_clock_ns() - start, __ATOMIC_RELAXED);
+    if (!ok)
+        __atomic_store_n(&gave_up_in, gave_up_key(epoch), __ATOMIC_RELAXED);
     return ok;
 }
 

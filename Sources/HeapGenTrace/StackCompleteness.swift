@@ -8,7 +8,8 @@ public enum StackCompleteness {
     /// `1,204 allocations recorded without a stack: the stack store was full …`.
     public static func lostWarning(_ count: UInt64) -> String {
         "\(HumanUnits.plural(count, "allocation")) recorded without a stack: the stack store was full "
-            + "(HEAPGEN_ARENA_MB raises it), so their sites are unknown and findings may be incomplete"
+            + "(the collector fell behind; HEAPGEN_ARENA_MB gives it more room), so their sites are unknown "
+            + "and findings may be incomplete"
     }
 
     /// `stack truncated at 64 frames (…)`: the outermost callers are missing.

@@ -21,7 +21,7 @@ final class PartialDataGateTests: XCTestCase {
         XCTAssertEqual(v.stacksLost, 1_234)
         let lines = GateMessages.verdictLines(v)
         XCTAssertEqual(lines.filter { $0.hasPrefix("heapgen: gate failed:") },
-                       ["heapgen: gate failed: the trace is incomplete: 1,234 allocations recorded without a stack: the stack store was full (HEAPGEN_ARENA_MB raises it), so their sites are unknown and findings may be incomplete"])
+                       ["heapgen: gate failed: the trace is incomplete: 1,234 allocations recorded without a stack: the stack store was full (the collector fell behind; HEAPGEN_ARENA_MB gives it more room), so their sites are unknown and findings may be incomplete"])
         XCTAssertEqual(lines.last, "SUMMARY: heapgen: gate failed: 1,234 allocations without a stack (incomplete trace).")
     }
 

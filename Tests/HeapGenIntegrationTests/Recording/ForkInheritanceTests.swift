@@ -87,3 +87,61 @@ final class RepeatedForkTests: XCTestCase {
         }
     }
 }
+
+/// Fork snapshots when the shim's arena has gone through epochs (heapgen_protocol.h, "Arena
+/// epochs"): the stack of a block kept from the start lies in a half the shim has long
+/// written over, yet the child's trace names it, whether the collector kept its live map from
+/// the start (`--leaks`) and copied the frames at release, or makes it at the fork from the
+/// trace.
+final class ArenaEpochForkTests: XCTestCase {
+    func testInheritedStacksFromReleasedEpochs() throws {
+        try check(flags: [])
+    }
+
+    func testInheritedStacksFromReleasedEpochsWithTheLiveMapKeptFromTheStart() throws {
+        try check(flags: ["--leaks"])
+    }
+
+    private func check(flags: [String]) throws {
+        let exe = try Fixture.build("epochfork.c")
+        let native = try runProcess(exe, [], timeout: 60)
+        XCTAssertStatus(native, 0)
+        let environment = ProcessInfo.processInfo.environment.merging(["HEAPGEN_ARENA_MB": "2"]) { _, new in new }
+        let rec = try HeapGenCLI.recording(exe, flags: flags + ["--quiet"], environment: environment)
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdout, native.stdout, "the program's output is its own")
+
+        var parentStacks = Set<UInt32>()
+        var end: EndRecord?
+        for record in try HeapGenCLI.records(rec.trace) {
+            if case let .stack(id, _) = record { parentStacks.insert(id) }
+            if case let .end(e) = record { end = e }
+        }
+        XCTAssertEqual(end?.stacksLost, 0, "nothing lost")
+        XCTAssertGreaterThan(parentStacks.filter { $0 >= 1 << 24 }.count, 1_000, "the arena went through epochs")
+
+        guard let childPath = rec.allTraces.first(where: { $0 != rec.trace }) else {
+            return XCTFail("no child trace: \(rec.allTraces)")
+        }
+        var stacks: [UInt32: [UInt64]] = [:]
+        var modules: [ModuleRecord] = []
+        var inherited: [UInt64: UInt32] = [:]   // size → stack
+        for record in try HeapGenCLI.records(childPath) {
+            switch record {
+            case let .stack(id, frames): stacks[id] = frames
+            case let .moduleLoad(m): modules.append(m)
+            case let .allocation(.inherited, _, size, stack, _) where size == 777 || size == 555:
+                inherited[size] = stack
+            default: break
+            }
+        }
+        for (size, function) in [(UInt64(777), "keep_early"), (555, "keep_late")] {
+            let stack = try XCTUnwrap(inherited[size], "inherited block of \(size) B")
+            let frames = try XCTUnwrap(stacks[stack], "its stack is defined")
+            XCTAssertFalse(frames.isEmpty)
+            let names = try LLVMSymbolizer.functionNames(frames: frames, modules: modules)
+            XCTAssertEqual(names.first, function, "\(size) B: \(names)")
+            XCTAssertTrue(names.contains("main"), "\(names)")
+        }
+    }
+}

@@ -98,10 +98,27 @@ final class StackStoreTests: XCTestCase {
     /// allocation still gets exactly its own path's stack (a race may store an edge twice,
     /// never mix two up), and nothing is lost.
     func testThreadsRacingToStoreTheSameStacks() throws {
+        let ids = try checkRacingThreads(environment: ProcessInfo.processInfo.environment)
+        XCTAssertTrue(ids.allSatisfy { $0 < 1 << 24 }, "one arena epoch: stack ids are arena refs")
+    }
+
+    /// The same race in the smallest arena (two 1 MiB halves, ~43 k nodes each, for a tree of
+    /// ~196 k): the arena goes through many epochs while the threads build, halves are handed
+    /// back and written over, builds that see the arena move on start again, and still every
+    /// allocation has its own path's frames and none is lost.
+    func testThreadsRacingThroughManyArenaEpochs() throws {
+        let ids = try checkRacingThreads(environment: environment(["HEAPGEN_ARENA_MB": "2"]))
+        XCTAssertGreaterThan(ids.filter { $0 >= 1 << 24 }.count, 10_000, "stacks defined in later epochs")
+        XCTAssertGreaterThan(ids.filter { $0 < 1 << 24 }.count, 100, "and in the first")
+    }
+
+    /// manystacks with 2^16 paths on 4 threads, recorded with `environment`: checks every
+    /// path's stack; returns the stack ids the trace defines.
+    private func checkRacingThreads(environment: [String: String]) throws -> [UInt32] {
         let k = 16, threads = 4
         let exe = try Fixture.build("manystacks.c")
         let native = try nativeOutput(exe, [String(k), String(threads)])
-        let rec = try HeapGenCLI.recording(exe, [String(k), String(threads)], flags: ["--quiet"])
+        let rec = try HeapGenCLI.recording(exe, [String(k), String(threads)], flags: ["--quiet"], environment: environment)
         XCTAssertStatus(rec.result, 0)
         XCTAssertEqual(rec.result.stdout, native)
 
@@ -159,22 +176,26 @@ final class StackStoreTests: XCTestCase {
             XCTAssertEqual(Array(names[offsets[i]..<min(names.count, offsets[i] + k + 2)]), expected,
                            "path \(String(bits, radix: 2))")
         }
+        return Array(stacks.keys)
     }
 
-    /// A deliberately tiny arena: the stacks that did not fit are counted exactly (every
+    /// A tiny arena and a collector that cannot keep up (the program stops it while it makes
+    /// its stacks, as a collector starved of CPU would be): once both halves are full and the
+    /// shim has waited its time, the stacks that did not fit are counted exactly (every
     /// allocation recorded with stack 0 and nothing else), never stored partially, and said by
     /// the collector, `info`, the text and JSON reports, and the gate, which fails.
     func testLostStacksAreCountedAndSaidEverywhere() throws {
         let k = 16
         let exe = try Fixture.build("manystacks.c")
-        let native = try nativeOutput(exe, [String(k)])
-        let rec = try HeapGenCLI.recording(exe, [String(k)], environment: environment(["HEAPGEN_ARENA_MB": "1"]))
+        let stall = [String(k), "0", "stall"]
+        let native = try nativeOutput(exe, stall)
+        let rec = try HeapGenCLI.recording(exe, stall, environment: environment(["HEAPGEN_ARENA_MB": "2"]))
         XCTAssertStatus(rec.result, 0)
         XCTAssertEqual(rec.result.stdout, native, "the program's output is the same under heapgen")
 
         let run = try readPaths(rec.trace, k: k)
         let lost = try XCTUnwrap(run.end).stacksLost
-        XCTAssertGreaterThan(lost, 10_000, "a 1 MiB arena holds ~43 k nodes, the tree has ~196 k")
+        XCTAssertGreaterThan(lost, 10_000, "two 1 MiB halves hold ~87 k nodes, the tree has ~196 k")
         XCTAssertLessThan(lost, 1 << k)
         XCTAssertEqual(run.stacklessAllocations, lost, "each allocation without a stack is counted, and only those")
         XCTAssertEqual(run.pathStacks.count, 1 << k)
@@ -186,14 +207,14 @@ final class StackStoreTests: XCTestCase {
         let count = formatted(lost)
         // The collector: one line at the end.
         let lines = rec.result.stderrText.split(separator: "\n").filter { $0.contains("without a stack") }
-        XCTAssertEqual(lines, ["heapgen: warning: \(rec.trace): \(count) allocations recorded without a stack: the stack store was full (HEAPGEN_ARENA_MB raises it), so their sites are unknown and findings may be incomplete"],
+        XCTAssertEqual(lines, ["heapgen: warning: \(rec.trace): \(count) allocations recorded without a stack: the stack store was full (the collector fell behind; HEAPGEN_ARENA_MB gives it more room), so their sites are unknown and findings may be incomplete"],
                        rec.result.transcript)
 
         // info, text and JSON.
         let info = try HeapGenCLI.run(["info", rec.trace])
         XCTAssertStatus(info, 0)
         XCTAssertEqual(row(info.stdoutText, "stacks lost"),
-                       "warning: \(count) allocations recorded without a stack: the stack store was full (HEAPGEN_ARENA_MB raises it), so their sites are unknown and findings may be incomplete")
+                       "warning: \(count) allocations recorded without a stack: the stack store was full (the collector fell behind; HEAPGEN_ARENA_MB gives it more room), so their sites are unknown and findings may be incomplete")
         let summary = try HeapGenCLI.summary(rec.trace)
         XCTAssertEqual(summary.uint("end.stacksLost"), lost)
 
@@ -216,8 +237,8 @@ final class StackStoreTests: XCTestCase {
 
         // `heapgen run` gates the same way, after the program ran (its output untouched).
         let runTrace = try TestPaths.freshDirectory("trace") + "/run.trace"
-        let run2 = try HeapGenCLI.run(["run", "--trace", runTrace, "--fail-on", "abandoned", "--", exe, String(k)],
-                                      environment: environment(["HEAPGEN_ARENA_MB": "1"]))
+        let run2 = try HeapGenCLI.run(["run", "--trace", runTrace, "--fail-on", "abandoned", "--", exe] + stall,
+                                      environment: environment(["HEAPGEN_ARENA_MB": "2"]))
         XCTAssertStatus(run2, 23, "run with lost stacks")
         XCTAssertEqual(run2.stdout.prefix(native.count), native, "the program's output comes first, untouched")
         XCTAssertTrue(run2.stderrText.contains("heapgen: gate failed: the trace is incomplete: "), run2.stderrText)

@@ -11,9 +11,11 @@
  * The stacks share their outer frames: a call tree of ~3 * 2^K edges.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 volatile unsigned long count_a, count_b;
 
@@ -59,14 +61,21 @@ __attribute__((noipa)) void *run_paths(void *arg)
     return NULL;
 }
 
-/* manystacks [K [THREADS]]: THREADS > 0 runs every path on that many threads
- * at once (they race to store the same new stacks). */
+/* manystacks [K [THREADS [stall]]]: THREADS > 0 runs every path on that many
+ * threads at once (they race to store the same new stacks). "stall" stops the
+ * collector (SIGSTOP to $HEAPGEN_COLLECTOR, when set) while the paths run and
+ * lets it go on after: a collector starved of CPU, whose stack store cannot
+ * take new stacks meanwhile. */
 int main(int argc, char **argv)
 {
     k = argc > 1 ? atoi(argv[1]) : 18;
     int threads = argc > 2 ? atoi(argv[2]) : 0;
     if (k < 1 || k > 22 || threads < 0 || threads > MAX_THREADS)
         return 2;
+    const char *collector = getenv("HEAPGEN_COLLECTOR");
+    pid_t stalled = argc > 3 && strcmp(argv[3], "stall") == 0 && collector ? (pid_t)atoi(collector) : 0;
+    if (stalled > 0)
+        kill(stalled, SIGSTOP);
     if (threads == 0) {
         run_paths((void *)0);
     } else {
@@ -77,6 +86,8 @@ int main(int argc, char **argv)
         for (int t = 0; t < threads; t++)
             pthread_join(tid[t], NULL);
     }
+    if (stalled > 0)
+        kill(stalled, SIGCONT);
     unsigned long total = 0;
     for (int t = 0; t < MAX_THREADS; t++)
         total += allocated[t];
