@@ -114,12 +114,7 @@ struct RecordDecoder {
                 let slot = Int(code >> 4)
                 let address = try c.delta(from: slots[slot])
                 slots[slot] = address
-                let size = try c.varint()
-                let stack = try Self.usedID(&c, "stack id", "stack", in: stacks)
-                let type = try Self.usedID(&c, "type id", "type", in: types)
-                compact.noteAllocation(address, size: size)
-                events &+= 1
-                try body(.allocation(function: function, address: address, size: size, stack: stack, type: type))
+                try body(allocation(&c, function: function, address: address))
 
             case RecordTag.reallocFreeSlot, RecordTag.reallocUndoSlot:
                 let slotAt = c.position
@@ -138,12 +133,7 @@ struct RecordDecoder {
                 }
                 let address = try c.delta(from: previousAddress)
                 previousAddress = address
-                let size = try c.varint()
-                let stack = try Self.usedID(&c, "stack id", "stack", in: stacks)
-                let type = try Self.usedID(&c, "type id", "type", in: types)
-                compact.noteAllocation(address, size: size)
-                events &+= 1
-                try body(.allocation(function: function, address: address, size: size, stack: stack, type: type))
+                try body(allocation(&c, function: function, address: address))
 
             case RecordTag.free:
                 let code = try c.byte()
@@ -332,6 +322,19 @@ struct RecordDecoder {
                 throw c.corrupt("unknown record tag \(hex(tag))", at: start)
             }
         }
+    }
+
+    /// The rest of an `allocation` or `alloc` record after its address (size, stack id, type
+    /// id), noted in the compact-event state and the event count.
+    @inline(__always)
+    private mutating func allocation(_ c: inout ByteCursor, function: AllocationFunction,
+                                     address: UInt64) throws -> TraceRecord {
+        let size = try c.varint()
+        let stack = try Self.usedID(&c, "stack id", "stack", in: stacks)
+        let type = try Self.usedID(&c, "type id", "type", in: types)
+        compact.noteAllocation(address, size: size)
+        events &+= 1
+        return .allocation(function: function, address: address, size: size, stack: stack, type: type)
     }
 
     /// Reads a stack or type id for a definition: non-zero, 32-bit, not defined before.
