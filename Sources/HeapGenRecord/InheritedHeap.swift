@@ -15,8 +15,8 @@ import HeapGenTrace
 /// (``firstID`` and up, never a shim arena reference), and one `inherited`
 /// allocation record per block.
 struct InheritedHeap {
-    /// Inherited stack and type ids start here: arena references (offset / 8 of an
-    /// arena of at most 16 GiB) stay below.
+    /// Inherited stack and type ids start here: a trace's own stack ids (``ArenaEpochs``)
+    /// and the shim's type ids (counted from 1) stay below.
     static let firstID: UInt32 = 0x8000_0000
     /// Snapshots kept per recording that no child claimed (a child that was not
     /// traced, or died before its hello): the oldest go first.

@@ -130,6 +130,12 @@ final class Segment {
     func frames(ofStack id: UInt32, scratch: UnsafeMutablePointer<UInt64>, scratchCount: Int) -> [UInt64] {
         if id >= InheritedHeap.firstID { return inheritedFrames[id] ?? [] }
         guard let plain = epochs.plainRef(ofStack: id) else { return epochs.retired(id) ?? [] }
+        return arenaFrames(plain, scratch: scratch, scratchCount: scratchCount)
+    }
+
+    /// The frames of the stack whose innermost node is `plain` in the arena (empty if the
+    /// chain is malformed).
+    func arenaFrames(_ plain: UInt32, scratch: UnsafeMutablePointer<UInt64>, scratchCount: Int) -> [UInt64] {
         let n = hg_read_stack(raw, plain, scratch, UInt32(scratchCount))
         return Array(UnsafeBufferPointer(start: scratch, count: Int(n)))
     }

@@ -108,7 +108,6 @@ final class SegmentDrainer {
         // itself (see ``separateTracker``): each tracker gets each event once.
         var tracker = Self.separateTracker(seg, heap)
         let epochs = seg.epochs
-        let shimEpoch = ArenaEpochs.shimEpoch(seg.raw)
         for i in 0..<count {
             let s = slots[i]
             let kind = UInt32(truncatingIfNeeded: s.size_kind >> UInt64(HG_KIND_SHIFT))
@@ -116,7 +115,7 @@ final class SegmentDrainer {
             case UInt32(HG_K_MALLOC.rawValue)...UInt32(HG_K_PVALLOC.rawValue):
                 var stack = s.ref
                 if stack != 0 {
-                    stack = epochs.knownID(stack) ?? stackID(seg, ref: stack, shimEpoch: shimEpoch)
+                    stack = epochs.knownID(stack) ?? stackID(seg, ref: stack)
                 }
                 var type = s.aux
                 if type != 0 && !seg.types.contains(type) {
@@ -175,65 +174,51 @@ final class SegmentDrainer {
         return tracker === heap ? nil : tracker
     }
 
-    /// The trace id of the stack a record's `ref` names: defined now (expanded from the
-    /// arena) if it is new; 0 if its epoch was released or its chain is malformed (counted).
+    /// The trace id of the stack a record's `ref` names when ``ArenaEpochs/knownID(_:)`` has
+    /// none: defined now (expanded from the arena); 0 if its epoch is gone or its chain is
+    /// malformed (counted).
     @inline(never)
-    private func stackID(_ seg: Segment, ref: UInt32, shimEpoch: UInt64) -> UInt32 {
-        // The batch's shimEpoch may predate a switch: ask the header again before calling
-        // the ref stale (acquire: the new epoch's nodes are visible once its state is).
-        guard let (epoch, plain) = seg.epochs.locate(ref, shimEpoch: shimEpoch)
-                ?? seg.epochs.locate(ref, shimEpoch: ArenaEpochs.shimEpoch(seg.raw)) else {
-            return lateStack(seg, ref: ref, shimEpoch: ArenaEpochs.shimEpoch(seg.raw))
+    private func stackID(_ seg: Segment, ref: UInt32) -> UInt32 {
+        let epochs = seg.epochs
+        // Asked now, not once per batch: the shim may have begun the next epoch since
+        // (acquire: that epoch's nodes are visible once its state is).
+        let shimEpoch = ArenaEpochs.shimEpoch(seg.raw)
+        if let (epoch, plain) = epochs.locate(ref, shimEpoch: shimEpoch) {
+            guard epoch == 0 || epochs.hasRoom else {
+                seg.badStacks &+= 1
+                return 0
+            }
+            return defineStack(seg, plain: plain) { epochs.define(epoch: epoch, plain: plain) }
         }
-        if let id = seg.epochs.definedID(epoch: epoch, plain: plain) { return id }
-        guard epoch == 0 || seg.epochs.hasRoom else {
-            seg.badStacks &+= 1
-            return 0
-        }
-        return defineStack(seg, epoch: epoch, plain: plain)
-    }
-
-    /// A stack published after its epoch was released (a thread preempted between interning
-    /// and publishing): read like a seqlock while the shim has not started writing over its
-    /// half, else lost (counted).
-    private func lateStack(_ seg: Segment, ref: UInt32, shimEpoch: UInt64) -> UInt32 {
-        guard let plain = seg.epochs.lateRef(ref, shimEpoch: shimEpoch), seg.epochs.hasRoom else {
+        // Published after its epoch was released (a thread preempted between interning and
+        // publishing): read like a seqlock while the shim has not started writing over the
+        // half. Its switch to the next epoch is an acquire-release CAS that precedes those
+        // writes, so the same epoch after our reads means they read intact nodes.
+        guard let plain = epochs.lateRef(ref, shimEpoch: shimEpoch), epochs.hasRoom else {
             seg.staleStacks &+= 1
             return 0
         }
-        var truncated: UInt32 = 0
-        let n = hg_read_stack_flags(seg.raw, plain, frames, UInt32(Self.maxFrames), &truncated)
-        // The shim's switch to the next epoch is an acquire-release CAS that precedes its
-        // writes into the half: the same epoch after our reads means they read intact nodes.
-        guard ArenaEpochs.shimEpoch(seg.raw) == shimEpoch else {
-            seg.staleStacks &+= 1
-            return 0
-        }
-        guard n > 0 else {
-            seg.badStacks &+= 1
-            return 0
-        }
-        let id = seg.epochs.defineLate()
-        seg.writer.defineStack(id: id, frames: UnsafeBufferPointer(start: frames, count: Int(n)))
-        if truncated != 0 { seg.writer.stackTruncated(id: id) }
-        return id
+        return defineStack(seg, plain: plain, intact: { ArenaEpochs.shimEpoch(seg.raw) == shimEpoch },
+                           id: epochs.defineLate)
     }
 
     /// Expands call-tree node `plain` (the innermost frame of a stack) into its whole
-    /// stack and defines it in the trace, with a `stackTruncated` record if the shim cut
-    /// it at its frame limit; returns the stack id to use (0 if the chain is malformed).
-    ///
-    /// In the first arena epoch the trace id of a stack is its innermost node's ref: unique
-    /// per whole stack, so the only state kept per stack is one bit (``ArenaEpochs``).
-    @inline(never)
-    private func defineStack(_ seg: Segment, epoch: UInt64, plain: UInt32) -> UInt32 {
+    /// stack and defines it in the trace under `id()`, with a `stackTruncated` record if the
+    /// shim cut it at its frame limit; returns the id (0 if the chain is malformed, or if
+    /// `intact` says the nodes may have been written over while read: counted as lost).
+    private func defineStack(_ seg: Segment, plain: UInt32, intact: () -> Bool = { true },
+                             id: () -> UInt32) -> UInt32 {
         var truncated: UInt32 = 0
         let n = hg_read_stack_flags(seg.raw, plain, frames, UInt32(Self.maxFrames), &truncated)
+        guard intact() else {
+            seg.staleStacks &+= 1
+            return 0
+        }
         guard n > 0 else {
             seg.badStacks &+= 1
             return 0
         }
-        let id = seg.epochs.define(epoch: epoch, plain: plain)
+        let id = id()
         seg.writer.defineStack(id: id, frames: UnsafeBufferPointer(start: frames, count: Int(n)))
         if truncated != 0 {
             seg.writer.stackTruncated(id: id)
@@ -242,13 +227,11 @@ final class SegmentDrainer {
     }
 
     /// Lets the shim reuse the older arena half once it is well into the newer one
-    /// (``ArenaEpochs/advance``).
+    /// (``ArenaEpochs/advance(_:tail:liveStacks:frames:)``).
     private func advanceEpochs(_ seg: Segment) {
-        let head = seg.counters().head
         let frames = frames
-        seg.epochs.advance(seg.raw, tail: seg.tail, head: head, now: monotonicNanoseconds(), liveStacks: { seg.liveStackIDs() }, frames: { plain in
-            let n = hg_read_stack(seg.raw, plain, frames, UInt32(Self.maxFrames))
-            return Array(UnsafeBufferPointer(start: frames, count: Int(n)))
+        seg.epochs.advance(seg.raw, tail: seg.tail, liveStacks: { seg.liveStackIDs() }, frames: { plain in
+            seg.arenaFrames(plain, scratch: frames, scratchCount: Self.maxFrames)
         })
     }
 
