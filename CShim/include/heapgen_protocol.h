@@ -108,10 +108,6 @@ extern "C" {
                                                     reference graph only (heapgen --retention) */
 #define HG_ENV_RETENTION_AT "HEAPGEN_RETENTION_AT" /* mark labels, one per line: right after such a
                                                     mark, ask for a scan that takes the graph */
-#define HG_ENV_RETENTION   "HEAPGEN_RETENTION"   /* "1": at exit, ask for a scan that takes the
-                                                    reference graph only (heapgen --retention) */
-#define HG_ENV_RETENTION_AT "HEAPGEN_RETENTION_AT" /* mark labels, one per line: right after such a
-                                                    mark, ask for a scan that takes the graph */
 
 #define HG_DEFAULT_RING_SLOTS (1u << 18)   /* 256 Ki slots x 32 B = 8 MiB */
 #define HG_DEFAULT_ARENA_MB   32u          /* two halves of 16 MiB, reused in epochs */

@@ -131,7 +131,6 @@ uint32_t hg_arena_put(uint32_t tag, const void *a, uint32_t alen,
 /* The stack id of pcs[0..n) (innermost first); `truncated`: the unwinder
  * stopped at the frame limit. 0 (counted in stacks_lost) if it cannot be stored. */
 uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n, int truncated);
-void     hg_stacks_reset(void);
 
 /* modules.c */
 int  hg_modules_contain_all(const uint64_t *pcs, uint32_t n);

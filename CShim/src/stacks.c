@@ -476,9 +476,3 @@ uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n, int truncated)
     }
     return stack_lost();
 }
-
-void hg_stacks_reset(void)
-{
-    /* Nothing to free: bumping g_hg.epoch (done by the caller) retires
-     * every entry. */
-}
