@@ -282,17 +282,14 @@ extension GenerationAnalyzer {
             if let s = siteByKey[UInt64(finding.stackID) << 32 | UInt64(finding.typeID)] { kept.insert(Int(s)) }
         }
         let limitSites = max(0, options.maxSites)
-        let byLive = sites.indices.filter { sites[$0].liveObjects > 0 }.sorted { a, b in
+        kept.formUnion(Self.top(limitSites, of: sites.indices, where: { sites[$0].liveObjects > 0 }) { a, b in
             let x = sites[a], y = sites[b]
             if x.liveBytes != y.liveBytes { return x.liveBytes > y.liveBytes }
             if x.liveObjects != y.liveObjects { return x.liveObjects > y.liveObjects }
             return a < b
-        }
-        kept.formUnion(byLive.prefix(limitSites))
-        let byPeak = sites.indices.filter { sites[$0].peakBytes > 0 }.sorted { a, b in
-            sites[a].peakBytes != sites[b].peakBytes ? sites[a].peakBytes > sites[b].peakBytes : a < b
-        }
-        kept.formUnion(byPeak.prefix(limitSites))
+        })
+        // The same sites as stacksFinishNeeds(), whose frames a second pass may have read.
+        kept.formUnion(sitesWithHighestPeaks(limitSites))
         var keptSites: [AllocationSite] = kept.map { s in
             let site = sites[s]
             return AllocationSite(
@@ -401,7 +398,9 @@ extension GenerationAnalyzer {
                                               startUnixNanoseconds: 0),
             end: end, notes: notes)
         analysis.regrouping = regrouping
-        analysis.truncatedStacks = truncatedStacks
+        // The same stacks whether or not the frames were read in a second pass.
+        let needed = stacksFinishNeeds()
+        analysis.truncatedStacks = truncatedStacks.filter { needed.contains($0.key) }
         analysis.programSuppressions = programSuppressions
         // The graph of the final snapshot: the last one taken at or before it; else the
         // first one after it (e.g. `--retention` at exit when the snapshot is the last mark),

@@ -90,8 +90,16 @@ public struct GenerationAnalyzer {
 
     // Definitions.
     var typeNames: [UInt32: String] = [:]
+    /// Every stack's frames, until the store holds more than ``frameNodeLimit`` nodes; then
+    /// only the stacks ``finish()`` hands out, defined again by a second pass (``framesDropped``).
     var stackFrames = StackFrameStore()
+    /// Stack id → depth, for the stacks of ``stackFrames`` the recording cut at its frame limit.
     var truncatedStacks: [UInt32: Int] = [:]
+    /// Nodes ``stackFrames`` may hold before it is emptied; `Int.max`: every stack is kept.
+    var frameNodeLimit = Int.max
+    /// True once ``stackFrames`` outgrew ``frameNodeLimit``: stack definitions are no longer
+    /// kept, and ``finish()`` needs ``defineNeededStacks(_:)`` first.
+    var framesDropped = false
     var modules: [ModuleEvent] = []
     var process: ProcessRecord?
     var end: EndRecord?
@@ -110,6 +118,15 @@ public struct GenerationAnalyzer {
     /// Stack ids below this are looked up in an array, others in a dictionary.
     static let directStackLimit: UInt32 = 1 << 22
 
+    /// Prefix-tree nodes of frames ``analyze(path:options:)`` keeps while it reads (~20 MB).
+    ///
+    /// A test suite's trace defines millions of stacks (28 M nodes, 780 MB for the 3.8 M
+    /// stacks of swift-argument-parser's tests), but a report needs the frames of a few
+    /// thousand: past this many nodes the first pass drops them and a second pass reads
+    /// again only the definitions ``finish()`` can hand out. Smaller traces keep them all
+    /// and are read once.
+    static let defaultFrameNodeLimit = 1 << 20
+
     /// Creates an analyzer with `options` (negative counts are taken as 0).
     public init(options: AnalysisOptions = AnalysisOptions()) {
         var options = options
@@ -123,8 +140,15 @@ public struct GenerationAnalyzer {
     ///
     /// - Throws: ``TraceError`` if the trace cannot be read or is invalid.
     public static func analyze(path: String, options: AnalysisOptions = AnalysisOptions()) throws -> Analysis {
+        try analyze(path: path, options: options, frameNodeLimit: defaultFrameNodeLimit)
+    }
+
+    /// ``analyze(path:options:)`` that keeps frames only up to `frameNodeLimit` prefix-tree
+    /// nodes during the first pass (see ``defaultFrameNodeLimit``).
+    static func analyze(path: String, options: AnalysisOptions, frameNodeLimit: Int) throws -> Analysis {
         var reader = try TraceReader(path: path)
         var analyzer = GenerationAnalyzer(options: options)
+        analyzer.frameNodeLimit = frameNodeLimit
         var batch = EventBatch()
         try reader.forEach { record in
             switch record {
@@ -142,6 +166,7 @@ public struct GenerationAnalyzer {
             if batch.isFull { analyzer.consume(&batch) }
         }
         analyzer.consume(&batch)
+        if analyzer.framesDropped { try analyzer.defineNeededStacks(&reader) }
         return analyzer.finish()
     }
 
@@ -185,11 +210,18 @@ public struct GenerationAnalyzer {
         case let .mark(label, time, origin):
             mark(label: label, time: time, origin: origin)
         case let .stack(id, frames):
-            stackFrames.define(id, frames: frames, record: recordIndex)
+            if !framesDropped {
+                stackFrames.define(id, frames: frames, record: recordIndex)
+                if stackFrames.nodeCount > frameNodeLimit {
+                    stackFrames = StackFrameStore()
+                    truncatedStacks = [:]
+                    framesDropped = true
+                }
+            }
             let first = stackIdentity.canonical(id, frames: frames)
             if first != id { stackAlias[id] = first }
         case let .stackTruncated(id):
-            truncatedStacks[id] = stackFrames.depth(of: id) ?? 0
+            if !framesDropped { truncatedStacks[id] = stackFrames.depth(of: id) ?? 0 }
         case let .type(id, _, name):
             typeNames[id] = name
         case let .moduleLoad(module):

@@ -56,7 +56,10 @@ extension Analysis {
     }
 
     /// Frames (innermost first) of stack `id`: from ``stacks``, or, for a stack no kept site
-    /// uses, from the definitions kept for regrouping (not encoded).
+    /// uses, from the definitions kept for regrouping (not encoded): every stack of a small
+    /// trace; of a large one read by ``GenerationAnalyzer/analyze(path:options:)``, the
+    /// stacks of the regrouping candidates, of the sites live at exit and of the
+    /// reference graph's blocks (the others are `nil`).
     public func frames(ofStack id: UInt32) -> [UInt64]? {
         stacks[id] ?? regrouping.stackFrames[id]
     }
@@ -244,7 +247,7 @@ struct RegroupingData: Sendable, Equatable {
     var scopeOrdinary: [[Int]] = []
     var scopeSnapshot: [Int] = []
     var scopeSurvivors: [[Int: ObjectsAndBytes]] = []
-    /// Every stack definition of the trace, and where it was defined.
+    /// The analyzer's stack definitions (see ``Analysis/frames(ofStack:)``), and where each was defined.
     var stackFrames = StackFrameStore()
 
     func totals(of s: Int) -> SiteTotals {
