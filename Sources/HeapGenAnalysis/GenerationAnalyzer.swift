@@ -51,6 +51,9 @@ public struct GenerationAnalyzer {
     var dirtySites: [UInt32] = []
     /// By stack id (below ``directStackLimit``): the first site seen with that stack.
     var stackSites: [StackSite] = []
+    /// (stack id << 32 | type id) → site, for the sites ``stackSites`` does not hold (a
+    /// stack's second type, stack ids from ``directStackLimit``): most stacks have one site,
+    /// and keying them here too cost 100 MB on a test suite's 3.9 M sites.
     var siteByKey: [UInt64: UInt32] = [:]
     /// Stacks that are one code path (the shim defines stacks again after each module load
     /// or unload): see ``StackIdentity``.
@@ -458,16 +461,26 @@ public struct GenerationAnalyzer {
         let site = UInt32(sites.count)
         sites.append(SiteState(stack: stack, type: type))
         series.append([])
-        siteByKey[key] = site
         if stack < Self.directStackLimit {
             if Int(stack) >= stackSites.count {
                 stackSites.append(contentsOf: repeatElement(StackSite(), count: Int(stack) + 1 - stackSites.count))
             }
             if stackSites[Int(stack)].sitePlusOne == 0 {
                 stackSites[Int(stack)] = StackSite(sitePlusOne: site + 1, type: type)
+                return site
             }
         }
+        siteByKey[key] = site
         return site
+    }
+
+    /// The site of (`stack`, `type`), if any allocation had it.
+    func site(stack: UInt32, type: UInt32) -> UInt32? {
+        if stack < Self.directStackLimit && Int(stack) < stackSites.count {
+            let entry = stackSites[Int(stack)]
+            if entry.sitePlusOne != 0 && entry.type == type { return entry.sitePlusOne &- 1 }
+        }
+        return siteByKey[UInt64(stack) << 32 | UInt64(type)]
     }
 }
 
