@@ -57,7 +57,9 @@ public struct Analysis: Codable, Sendable, Equatable {
     /// The curves of every site, for ``regrouped(by:)``. Neither encoded nor compared.
     var regrouping = RegroupingData()
     /// Stacks the recording cut at its frame limit (`stackTruncated` records): their
-    /// outermost callers are missing. Stack id → frames recorded. Not encoded.
+    /// outermost callers are missing. Stack id → frames recorded, for the stacks a report
+    /// can ask about (of findings, regrouping candidates, sites live at exit or at a mark,
+    /// the reference graph's blocks). Not encoded.
     public var truncatedStacks: [UInt32: Int] = [:]
     /// The reference graph of the final snapshot (see ``RetentionGraph``), when the trace has
     /// a `referenceGraph` record. Not encoded.

@@ -96,10 +96,13 @@ extension GenerationAnalyzer {
         // One walk over the live blocks: persistence per epoch, survivors and unreachable blocks per site.
         var persistent = snapshotMark == nil ? [ObjectsAndBytes](repeating: ObjectsAndBytes(), count: epochs)
                                              : goneSinceCandidate
-        var survivors = [ObjectsAndBytes](repeating: ObjectsAndBytes(), count: sites.count)
+        // By site index: only sites with blocks live at the snapshot have survivors, and an
+        // array for every site cost 60 MB on a test suite's 3.9 M sites.
+        var survivors: [Int: ObjectsAndBytes] = [:]
         var scopeSurvivors = [[Int: ObjectsAndBytes]](repeating: [:], count: scopes.count)
         for s in sites.indices where snapshotMark != nil && sites[s].sinceStamp == candidateStamp {
-            survivors[s] = ObjectsAndBytes(objects: sites[s].goneSurvivorObjects, bytes: sites[s].goneSurvivorBytes)
+            let gone = ObjectsAndBytes(objects: sites[s].goneSurvivorObjects, bytes: sites[s].goneSurvivorBytes)
+            if gone.objects != 0 || gone.bytes != 0 { survivors[s] = gone }
         }
         var unreachable = options.unreachable
         if let scanned = scannedUnreachable { unreachable = (unreachable ?? []).union(scanned) }
@@ -119,8 +122,8 @@ extension GenerationAnalyzer {
                 let g = epochGeneration[Int(block.epoch)]
                 let context = g < generationContext.count ? generationContext[g] : -1
                 if context == 0 {
-                    survivors[Int(block.site)].objects &+= 1
-                    survivors[Int(block.site)].bytes &+= size
+                    survivors[Int(block.site), default: ObjectsAndBytes()].objects &+= 1
+                    survivors[Int(block.site), default: ObjectsAndBytes()].bytes &+= size
                 } else if context > 0 {
                     scopeSurvivors[context - 1][Int(block.site), default: ObjectsAndBytes()].objects &+= 1
                     scopeSurvivors[context - 1][Int(block.site), default: ObjectsAndBytes()].bytes &+= size
@@ -171,20 +174,34 @@ extension GenerationAnalyzer {
             generations.append(stats)
         }
 
-        // Sites: curves, verdicts, findings, type rollups.
+        // Kept sites: findings (added below), top by live bytes at exit, top by peak.
+        let limitSites = max(0, options.maxSites)
+        var kept = Set(Self.top(limitSites, of: sites.indices, where: { sites[$0].liveObjects > 0 }) { a, b in
+            let x = sites[a], y = sites[b]
+            if x.liveBytes != y.liveBytes { return x.liveBytes > y.liveBytes }
+            if x.liveObjects != y.liveObjects { return x.liveObjects > y.liveObjects }
+            return a < b
+        })
+        // The same sites as stacksFinishNeeds(), whose frames a second pass may have read.
+        kept.formUnion(sitesWithHighestPeaks(limitSites))
+
+        // Sites: curves, verdicts, findings, type rollups. What regrouping needs is kept for
+        // the candidates only, what the kept sites need for them only: per-site arrays of
+        // every site cost 220 MB on a test suite's 3.9 M sites, nearly all of them neither.
         var findings: [Finding] = []
-        var behaviors = [AllocationSite.Behavior](repeating: .flat, count: sites.count)
-        var snapshotLive = [ObjectsAndBytes](repeating: ObjectsAndBytes(), count: sites.count)
+        /// Behaviour and snapshot of the kept sites.
+        var keptState: [Int: (behavior: AllocationSite.Behavior, snapshot: ObjectsAndBytes)] = [:]
         /// Per type: the rollup and the changes of its sites' curves, (cycle, objects, bytes).
         var rollups: [UInt32: (rollup: TypeRollup, deltas: [(cycle: Int, objects: Int, bytes: Int)])] = [:]
-        var exitLive = [ObjectsAndBytes](repeating: ObjectsAndBytes(), count: sites.count)
-        var candidates: [UInt32] = []
+        var regrouping = RegroupingData()
+        regrouping.scopeSurvivors = [[Int: ObjectsAndBytes]](repeating: [:], count: scopes.count)
         for s in sites.indices {
             let site = sites[s]
-            exitLive[s] = ObjectsAndBytes(objects: site.liveObjects, bytes: site.liveBytes)
+            let exit = ObjectsAndBytes(objects: site.liveObjects, bytes: site.liveBytes)
             let curve = SiteCurve(points: series[s], ordinary: globalOrdinary, snapshotMark: globalSnapshot,
-                                  liveAtEnd: exitLive[s])
-            snapshotLive[s] = ObjectsAndBytes(objects: curve.snapshotObjects, bytes: curve.snapshotBytes)
+                                  liveAtEnd: exit)
+            let snapshotLive = ObjectsAndBytes(objects: curve.snapshotObjects, bytes: curve.snapshotBytes)
+            var behavior = AllocationSite.Behavior.flat
             // The scopes in whose cycles the site changed, each judged on its own marks.
             var touched: [Int] = []
             var abandonedInScope = false, cacheInScope = false
@@ -196,46 +213,67 @@ extension GenerationAnalyzer {
             }
             if curve.snapshotObjects != 0 || curve.snapshotBytes != 0 || (unreachable != nil && site.liveObjects > 0)
                 || curve.isNonzeroAtSomeMark || !touched.isEmpty {
-                candidates.append(UInt32(s))
+                let slot = regrouping.stacks.count
+                regrouping.stacks.append(site.stack)
+                regrouping.types.append(site.type)
+                regrouping.series.append(series[s])
+                regrouping.snapshot.append(snapshotLive)
+                regrouping.survivors.append(survivors[s] ?? ObjectsAndBytes())
+                regrouping.exit.append(exit)
+                for k in scopes.indices {
+                    if let scoped = scopeSurvivors[k][s] { regrouping.scopeSurvivors[k][slot] = scoped }
+                }
+                if let owners = ownerSites[s] {
+                    regrouping.owners[slot] = Set(owners.map { SiteID(stackID: sites[$0].stack, typeID: sites[$0].type) })
+                }
+                if unreachable != nil {
+                    regrouping.unreachable.append(unreachableObjects[s])
+                    regrouping.unreachableBytes.append(unreachableBytes[s])
+                    regrouping.indirect.append(indirectObjects[s])
+                    regrouping.indirectBytes.append(indirectBytes[s])
+                }
             }
             for k in touched {
                 let scopeCurve = SiteCurve(points: series[s], ordinary: scopeOrdinary[k],
-                                           snapshotMark: scopeSnapshot[k], liveAtEnd: exitLive[s])
+                                           snapshotMark: scopeSnapshot[k], liveAtEnd: exit)
                 var scopeOptions = options
                 scopeOptions.warmUp = scopes[k].warmUp
                 let verdict = Classifier.judge(scopeCurve, options: scopeOptions)
                 guard let kind = verdict.kind else { continue }
-                let totals = SiteTotals(survivors: scopeSurvivors[k][s] ?? ObjectsAndBytes(), exit: exitLive[s])
+                let totals = SiteTotals(survivors: scopeSurvivors[k][s] ?? ObjectsAndBytes(), exit: exit)
                 var finding = Finding(kind: kind, stackID: site.stack, typeID: site.type,
                                       typeName: typeNames[site.type], verdict: verdict, curve: scopeCurve,
                                       totals: totals)
                 finding.scope = scopes[k].title
                 findings.append(finding)
+                kept.insert(s)
                 if kind == .abandoned { abandonedInScope = true } else { cacheInScope = true }
             }
             let verdict = Classifier.judge(curve, options: options)
-            let totals = SiteTotals(survivors: survivors[s], exit: exitLive[s],
+            let totals = SiteTotals(survivors: survivors[s] ?? ObjectsAndBytes(), exit: exit,
                                     unreachableObjects: unreachable == nil ? 0 : unreachableObjects[s],
                                     unreachableBytes: unreachable == nil ? 0 : unreachableBytes[s],
                                     indirectObjects: unreachable == nil ? 0 : indirectObjects[s],
                                     indirectBytes: unreachable == nil ? 0 : indirectBytes[s],
                                     owners: Set((ownerSites[s] ?? []).map { SiteID(stackID: sites[$0].stack, typeID: sites[$0].type) }))
             if let kind = Classifier.kind(verdict, totals: totals, leakClassification: unreachable != nil) {
-                behaviors[s] = AllocationSite.Behavior(rawValue: kind.rawValue)!
+                behavior = AllocationSite.Behavior(rawValue: kind.rawValue)!
                 findings.append(Finding(kind: kind, stackID: site.stack, typeID: site.type,
                                         typeName: typeNames[site.type], verdict: verdict, curve: curve,
                                         totals: totals))
+                kept.insert(s)
             } else if verdict.aboveSetupAtSnapshot {
-                behaviors[s] = .grown
+                behavior = .grown
             } else if markCount > 0 && epochGeneration[Int(site.peakEpoch)] >= 1
                         && site.peakBytes > curve.value(at: 0).bytes {
-                behaviors[s] = .transient
+                behavior = .transient
             }
-            if abandonedInScope && behaviors[s] != .leaked {
-                behaviors[s] = .abandoned
-            } else if cacheInScope && behaviors[s] != .leaked && behaviors[s] != .abandoned {
-                behaviors[s] = .cache
+            if abandonedInScope && behavior != .leaked {
+                behavior = .abandoned
+            } else if cacheInScope && behavior != .leaked && behavior != .abandoned {
+                behavior = .cache
             }
+            if kept.contains(s) { keptState[s] = (behavior, snapshotLive) }
             if site.type != 0 {
                 var entry = rollups[site.type] ?? (
                     TypeRollup(typeID: site.type, typeName: typeNames[site.type], sites: 0, allocations: 0,
@@ -276,23 +314,6 @@ extension GenerationAnalyzer {
             a.snapshotBytes != b.snapshotBytes ? a.snapshotBytes > b.snapshotBytes : a.typeID < b.typeID
         }
 
-        // Kept sites: findings, top by live bytes at exit, top by peak.
-        var kept = Set<Int>()
-        for finding in findings {
-            if let s = siteByKey[UInt64(finding.stackID) << 32 | UInt64(finding.typeID)] { kept.insert(Int(s)) }
-        }
-        let limitSites = max(0, options.maxSites)
-        let byLive = sites.indices.filter { sites[$0].liveObjects > 0 }.sorted { a, b in
-            let x = sites[a], y = sites[b]
-            if x.liveBytes != y.liveBytes { return x.liveBytes > y.liveBytes }
-            if x.liveObjects != y.liveObjects { return x.liveObjects > y.liveObjects }
-            return a < b
-        }
-        kept.formUnion(byLive.prefix(limitSites))
-        let byPeak = sites.indices.filter { sites[$0].peakBytes > 0 }.sorted { a, b in
-            sites[a].peakBytes != sites[b].peakBytes ? sites[a].peakBytes > sites[b].peakBytes : a < b
-        }
-        kept.formUnion(byPeak.prefix(limitSites))
         var keptSites: [AllocationSite] = kept.map { s in
             let site = sites[s]
             return AllocationSite(
@@ -302,11 +323,11 @@ extension GenerationAnalyzer {
                     AllocationSite.Point(mark: Int($0.mark), objects: UInt64(clamping: $0.objects),
                                          bytes: UInt64(clamping: $0.bytes))
                 },
-                snapshotObjects: UInt64(clamping: snapshotLive[s].objects),
-                snapshotBytes: UInt64(clamping: snapshotLive[s].bytes),
+                snapshotObjects: UInt64(clamping: keptState[s]!.snapshot.objects),
+                snapshotBytes: UInt64(clamping: keptState[s]!.snapshot.bytes),
                 liveAtExitObjects: UInt64(clamping: site.liveObjects), liveAtExitBytes: UInt64(clamping: site.liveBytes),
                 peakBytes: UInt64(clamping: site.peakBytes), peakGeneration: epochGeneration[Int(site.peakEpoch)],
-                behavior: behaviors[s])
+                behavior: keptState[s]!.behavior)
         }
         keptSites.sort { a, b in
             if a.liveAtExitBytes != b.liveAtExitBytes { return a.liveAtExitBytes > b.liveAtExitBytes }
@@ -364,31 +385,19 @@ extension GenerationAnalyzer {
 
         var keptOptions = options
         keptOptions.unreachable = nil
+        var candidates = (0..<UInt32(regrouping.stacks.count)).map { $0 }
         candidates.sort { a, b in
-            let x = sites[Int(a)], y = sites[Int(b)]
-            return x.stack != y.stack ? x.stack < y.stack : x.type < y.type
+            let x = SiteID(stackID: regrouping.stacks[Int(a)], typeID: regrouping.types[Int(a)])
+            return x < SiteID(stackID: regrouping.stacks[Int(b)], typeID: regrouping.types[Int(b)])
         }
-        var regrouping = RegroupingData()
         regrouping.isAvailable = true
         regrouping.ordinary = globalOrdinary
         regrouping.scopes = scopes
         regrouping.scopeOrdinary = scopeOrdinary
         regrouping.scopeSnapshot = scopeSnapshot
-        regrouping.scopeSurvivors = scopeSurvivors
         regrouping.snapshotMark = globalSnapshot
         regrouping.leakClassification = unreachable != nil
-        regrouping.stacks = sites.map(\.stack)
-        regrouping.types = sites.map(\.type)
-        regrouping.series = series
-        regrouping.snapshot = snapshotLive
-        regrouping.survivors = survivors
-        regrouping.exit = exitLive
-        regrouping.unreachable = unreachableObjects
-        regrouping.unreachableBytes = unreachableBytes
-        regrouping.indirect = indirectObjects
         let programSuppressions = self.programSuppressions
-        regrouping.indirectBytes = indirectBytes
-        regrouping.owners = ownerSites.mapValues { Set($0.map { SiteID(stackID: sites[$0].stack, typeID: sites[$0].type) }) }
         regrouping.candidates = candidates
         regrouping.stackFrames = stackFrames
         var analysis = Analysis(
@@ -401,7 +410,9 @@ extension GenerationAnalyzer {
                                               startUnixNanoseconds: 0),
             end: end, notes: notes)
         analysis.regrouping = regrouping
-        analysis.truncatedStacks = truncatedStacks
+        // The same stacks whether or not the frames were read in a second pass.
+        let needed = stacksFinishNeeds()
+        analysis.truncatedStacks = truncatedStacks.filter { needed.contains($0.key) }
         analysis.programSuppressions = programSuppressions
         // The graph of the final snapshot: the last one taken at or before it; else the
         // first one after it (e.g. `--retention` at exit when the snapshot is the last mark),

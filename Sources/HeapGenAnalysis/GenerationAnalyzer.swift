@@ -51,6 +51,9 @@ public struct GenerationAnalyzer {
     var dirtySites: [UInt32] = []
     /// By stack id (below ``directStackLimit``): the first site seen with that stack.
     var stackSites: [StackSite] = []
+    /// (stack id << 32 | type id) → site, for the sites ``stackSites`` does not hold (a
+    /// stack's second type, stack ids from ``directStackLimit``): most stacks have one site,
+    /// and keying them here too cost 100 MB on a test suite's 3.9 M sites.
     var siteByKey: [UInt64: UInt32] = [:]
     /// Stacks that are one code path (the shim defines stacks again after each module load
     /// or unload): see ``StackIdentity``.
@@ -90,8 +93,16 @@ public struct GenerationAnalyzer {
 
     // Definitions.
     var typeNames: [UInt32: String] = [:]
+    /// Every stack's frames, until the store holds more than ``frameNodeLimit`` nodes; then
+    /// only the stacks ``finish()`` hands out, defined again by a second pass (``framesDropped``).
     var stackFrames = StackFrameStore()
+    /// Stack id → depth, for the stacks of ``stackFrames`` the recording cut at its frame limit.
     var truncatedStacks: [UInt32: Int] = [:]
+    /// Nodes ``stackFrames`` may hold before it is emptied; `Int.max`: every stack is kept.
+    var frameNodeLimit = Int.max
+    /// True once ``stackFrames`` outgrew ``frameNodeLimit``: stack definitions are no longer
+    /// kept, and ``finish()`` needs ``defineNeededStacks(_:)`` first.
+    var framesDropped = false
     var modules: [ModuleEvent] = []
     var process: ProcessRecord?
     var end: EndRecord?
@@ -110,6 +121,15 @@ public struct GenerationAnalyzer {
     /// Stack ids below this are looked up in an array, others in a dictionary.
     static let directStackLimit: UInt32 = 1 << 22
 
+    /// Prefix-tree nodes of frames ``analyze(path:options:)`` keeps while it reads (~20 MB).
+    ///
+    /// A test suite's trace defines millions of stacks (28 M nodes, 780 MB for the 3.8 M
+    /// stacks of swift-argument-parser's tests), but a report needs the frames of a few
+    /// thousand: past this many nodes the first pass drops them and a second pass reads
+    /// again only the definitions ``finish()`` can hand out. Smaller traces keep them all
+    /// and are read once.
+    static let defaultFrameNodeLimit = 1 << 20
+
     /// Creates an analyzer with `options` (negative counts are taken as 0).
     public init(options: AnalysisOptions = AnalysisOptions()) {
         var options = options
@@ -123,8 +143,15 @@ public struct GenerationAnalyzer {
     ///
     /// - Throws: ``TraceError`` if the trace cannot be read or is invalid.
     public static func analyze(path: String, options: AnalysisOptions = AnalysisOptions()) throws -> Analysis {
+        try analyze(path: path, options: options, frameNodeLimit: defaultFrameNodeLimit)
+    }
+
+    /// ``analyze(path:options:)`` that keeps frames only up to `frameNodeLimit` prefix-tree
+    /// nodes during the first pass (see ``defaultFrameNodeLimit``).
+    static func analyze(path: String, options: AnalysisOptions, frameNodeLimit: Int) throws -> Analysis {
         var reader = try TraceReader(path: path)
         var analyzer = GenerationAnalyzer(options: options)
+        analyzer.frameNodeLimit = frameNodeLimit
         var batch = EventBatch()
         try reader.forEach { record in
             switch record {
@@ -142,6 +169,7 @@ public struct GenerationAnalyzer {
             if batch.isFull { analyzer.consume(&batch) }
         }
         analyzer.consume(&batch)
+        if analyzer.framesDropped { try analyzer.defineNeededStacks(&reader) }
         return analyzer.finish()
     }
 
@@ -185,11 +213,18 @@ public struct GenerationAnalyzer {
         case let .mark(label, time, origin):
             mark(label: label, time: time, origin: origin)
         case let .stack(id, frames):
-            stackFrames.define(id, frames: frames, record: recordIndex)
+            if !framesDropped {
+                stackFrames.define(id, frames: frames, record: recordIndex)
+                if stackFrames.nodeCount > frameNodeLimit {
+                    stackFrames = StackFrameStore()
+                    truncatedStacks = [:]
+                    framesDropped = true
+                }
+            }
             let first = stackIdentity.canonical(id, frames: frames)
             if first != id { stackAlias[id] = first }
         case let .stackTruncated(id):
-            truncatedStacks[id] = stackFrames.depth(of: id) ?? 0
+            if !framesDropped { truncatedStacks[id] = stackFrames.depth(of: id) ?? 0 }
         case let .type(id, _, name):
             typeNames[id] = name
         case let .moduleLoad(module):
@@ -426,16 +461,26 @@ public struct GenerationAnalyzer {
         let site = UInt32(sites.count)
         sites.append(SiteState(stack: stack, type: type))
         series.append([])
-        siteByKey[key] = site
         if stack < Self.directStackLimit {
             if Int(stack) >= stackSites.count {
                 stackSites.append(contentsOf: repeatElement(StackSite(), count: Int(stack) + 1 - stackSites.count))
             }
             if stackSites[Int(stack)].sitePlusOne == 0 {
                 stackSites[Int(stack)] = StackSite(sitePlusOne: site + 1, type: type)
+                return site
             }
         }
+        siteByKey[key] = site
         return site
+    }
+
+    /// The site of (`stack`, `type`), if any allocation had it.
+    func site(stack: UInt32, type: UInt32) -> UInt32? {
+        if stack < Self.directStackLimit && Int(stack) < stackSites.count {
+            let entry = stackSites[Int(stack)]
+            if entry.sitePlusOne != 0 && entry.type == type { return entry.sitePlusOne &- 1 }
+        }
+        return siteByKey[UInt64(stack) << 32 | UInt64(type)]
     }
 }
 

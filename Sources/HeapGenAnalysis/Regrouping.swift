@@ -56,7 +56,10 @@ extension Analysis {
     }
 
     /// Frames (innermost first) of stack `id`: from ``stacks``, or, for a stack no kept site
-    /// uses, from the definitions kept for regrouping (not encoded).
+    /// uses, from the definitions kept for regrouping (not encoded): every stack of a small
+    /// trace; of a large one read by ``GenerationAnalyzer/analyze(path:options:)``, the
+    /// stacks of the regrouping candidates, of the sites live at exit and of the
+    /// reference graph's blocks (the others are `nil`).
     public func frames(ofStack id: UInt32) -> [UInt64]? {
         stacks[id] ?? regrouping.stackFrames[id]
     }
@@ -212,8 +215,10 @@ struct SiteTotals {
 
 /// What ``Analysis/regrouped(by:)`` needs of every site; kept out of the encoded analysis.
 ///
-/// Site arrays are indexed by the analyzer's site index. `series` shares its storage with
-/// the analyzer (copy on write), so keeping it costs nothing unless the analyzer goes on.
+/// Kept for the regrouping candidates only (the sites a grouping can change): per-site
+/// arrays are indexed by the candidate's *slot*, its position among the candidates in site
+/// order, and so are the keys of `owners` and `scopeSurvivors`. Each `series` element
+/// shares its storage with the analyzer (copy on write).
 struct RegroupingData: Sendable, Equatable {
     /// False for an analysis that was decoded (nothing below is set).
     var isAvailable = false
@@ -228,23 +233,23 @@ struct RegroupingData: Sendable, Equatable {
     var snapshot: [ObjectsAndBytes] = []
     var survivors: [ObjectsAndBytes] = []
     var exit: [ObjectsAndBytes] = []
-    /// Per site; empty without leak classification.
+    /// Per slot; empty without leak classification.
     var unreachable: [Int] = []
-    /// Requested bytes of those blocks, per site; empty without leak classification.
+    /// Requested bytes of those blocks, per slot; empty without leak classification.
     var unreachableBytes: [Int] = []
-    /// Per site, of those: the indirectly leaked blocks and bytes; empty without classification.
+    /// Per slot, of those: the indirectly leaked blocks and bytes; empty without classification.
     var indirect: [Int] = []
     var indirectBytes: [Int] = []
-    /// Per site index: the sites owning its indirect leaks.
+    /// Per slot: the sites owning its indirect leaks.
     var owners: [Int: Set<SiteID>] = [:]
-    /// Site indices of ``Analysis/regroupingCandidates``, by stack id, then type id.
+    /// The slots of ``Analysis/regroupingCandidates`` (every slot), by stack id, then type id.
     var candidates: [UInt32] = []
-    /// The scopes, the marks of each (as ``ordinary``) and its survivors by site index.
+    /// The scopes, the marks of each (as ``ordinary``) and its survivors by slot.
     var scopes: [CycleScope] = []
     var scopeOrdinary: [[Int]] = []
     var scopeSnapshot: [Int] = []
     var scopeSurvivors: [[Int: ObjectsAndBytes]] = []
-    /// Every stack definition of the trace, and where it was defined.
+    /// The analyzer's stack definitions (see ``Analysis/frames(ofStack:)``), and where each was defined.
     var stackFrames = StackFrameStore()
 
     func totals(of s: Int) -> SiteTotals {

@@ -71,4 +71,82 @@ final class StackFrameStoreTests: XCTestCase {
             XCTAssertEqual(analysis.frames(ofStack: UInt32(s + 1)), frames(s), "stack \(s + 1)")
         }
     }
+
+    /// A trace whose stacks outgrow the frame limit: the analysis that drops its frames and
+    /// reads the needed ones in a second pass equals the one that kept every stack, in its
+    /// encoding (findings, sites, stacks and their record positions), its regrouping, and
+    /// the frames and truncation of every stack it can hand out; the stacks of sites freed
+    /// before any mark and never near the top are not kept.
+    func testSecondPassGivesTheSameAnalysis() throws {
+        let path = NSTemporaryDirectory() + "heapgen-stackpass-\(UUID().uuidString).trace"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let exe = ModuleRecord(loadBias: 0x5555_0000_0000, path: "/usr/bin/app", buildID: [1, 2, 3],
+                               segments: [.init(vaddr: 0, memsz: 0x1000_0000, flags: 5)])
+        let w = try TraceWriter(path: path, process: ProcessRecord(
+            pid: 7, ppid: 1, origin: .root, executable: "/usr/bin/app", arguments: ["app"], startUnixNanoseconds: 1))
+        w.moduleLoad(exe)
+        func frames(_ s: Int) -> [UInt64] {
+            (0..<12).map { exe.loadBias + 0x20_0000 + UInt64((s &* 2_654_435_761 >> $0) & 0xfff) &* 64 + UInt64($0) }
+        }
+        var next: UInt64 = 0x1000_0000
+        var rng = SplitMix64(state: 42)
+        w.defineStack(id: 100_000, frames: frames(100_000))
+        for cycle in 0..<6 {
+            for s in 0..<3_000 {
+                let id = UInt32(cycle * 3_000 + s + 1)
+                w.defineStack(id: id, frames: frames(Int(id)))
+                if s % 7 == 0 { w.stackTruncated(id: id) }
+                let address = next
+                next += 64
+                w.appendAllocation(.malloc, address: address, size: 16 + rng.next() % 200, stack: id, type: 0)
+                // Most blocks go at once; some stay a cycle or for good; one site leaks every cycle.
+                switch rng.next() % 10 {
+                case 0: break
+                case 1, 2: if cycle > 0 { w.appendFree(.free, address: address - 3_000 * 64) }
+                default: w.appendFree(.free, address: address)
+                }
+            }
+            w.appendAllocation(.malloc, address: next, size: 4_096, stack: 100_000, type: 0)
+            next += 8_192
+            w.mark(label: "cycle \(cycle)", timeNanoseconds: UInt64(cycle + 1) * 1_000, origin: .program)
+        }
+        try w.finish(EndRecord(reason: .exited, status: 0))
+
+        let kept = try GenerationAnalyzer.analyze(path: path, options: AnalysisOptions(), frameNodeLimit: .max)
+        let read = try GenerationAnalyzer.analyze(path: path, options: AnalysisOptions(), frameNodeLimit: 100)
+        XCTAssertFalse(kept.findings.isEmpty)
+        XCTAssertEqual(read, kept)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        XCTAssertEqual(try encoder.encode(read), try encoder.encode(kept))
+        XCTAssertEqual(read.regroupingCandidates, kept.regroupingCandidates)
+        var asked = Set(read.regroupingCandidates.map(\.stackID))
+        asked.formUnion(read.sites.map(\.stackID))
+        asked.formUnion(read.findings.map(\.stackID))
+        for id in asked {
+            XCTAssertEqual(read.frames(ofStack: id), frames(Int(id)), "stack \(id)")
+            XCTAssertEqual(read.recordIndex(ofStack: id), kept.recordIndex(ofStack: id), "stack \(id)")
+            XCTAssertEqual(read.truncatedStacks[id], kept.truncatedStacks[id], "stack \(id)")
+        }
+        XCTAssertFalse(read.truncatedStacks.isEmpty)
+        XCTAssertLessThan(read.truncatedStacks.count, 6 * 429)
+        XCTAssertLessThan(asked.count, 6 * 3_000)
+        let grouped = { (a: Analysis) in a.regrouped { stack, _ in stack % 5 } }
+        XCTAssertEqual(grouped(read), grouped(kept))
+    }
+
+    /// `top` picks what sorting everything and taking a prefix picks, ties included.
+    func testTopEqualsSortedPrefix() {
+        var rng = SplitMix64(state: 7)
+        for _ in 0..<200 {
+            let n = Int(rng.next() % 300)
+            let values = (0..<n).map { _ in rng.next() % 20 }
+            let limit = Int(rng.next() % 40)
+            let precedes = { (a: Int, b: Int) in values[a] != values[b] ? values[a] > values[b] : a < b }
+            let include = { (i: Int) in values[i] % 4 != 0 }
+            let expected = Array((0..<n).filter(include).sorted(by: precedes).prefix(limit))
+            XCTAssertEqual(GenerationAnalyzer.top(limit, of: 0..<n, where: include, by: precedes), expected)
+        }
+    }
 }
+
