@@ -1078,6 +1078,36 @@ shadow_follow(const shadow_frame *f, int r, uintptr_t lo, uintptr_t *rbp_io, uin
     return ret;
 }
 
+/* One frame by its cached rule, in the two fast loops (hg_unwind's first
+ * frames, walk_stack's with the shadow): STEP_ON when the rule takes the walk
+ * to a caller whose return-address slot (and saved-RBP slot, if any) lies in
+ * the known stack, STEP_END at the outermost frame, STEP_SLOW when the frame
+ * needs walk_slow. */
+enum { STEP_ON, STEP_END, STEP_SLOW };
+
+static inline uintptr_t rule_cfa(hg_rule r, uintptr_t sp, uintptr_t rbp) {
+    return ((r.flags & RF_CFA_RBP) ? rbp : sp) + (uintptr_t)(intptr_t)r.cfa_off;
+}
+
+static inline int rule_step(hg_rule r, uintptr_t sp, uintptr_t rbp, uintptr_t lo, uintptr_t hi) {
+    if (hg_unlikely(r.flags & (RF_END | RF_UNSUP | RF_NOFDE | RF_SIGNAL))) {
+        if (r.flags & RF_END) return STEP_END;
+        if (r.flags & (RF_UNSUP | RF_SIGNAL | RF_NOOBJ)) return STEP_SLOW;
+        /* No CFI: follow the frame-pointer chain when RBP points a little
+         * way up this stack (RBP == SP is fine: a frame with no locals).
+         * RBP == 0 is the ABI's end-of-stack marker (e.g. ld.so's
+         * _dl_start_user running constructors). */
+        if (rbp == 0) return STEP_END;
+        if (rbp < sp || rbp - sp > 0x4000) return STEP_SLOW;
+    }
+    const uintptr_t cfa = rule_cfa(r, sp, rbp);
+    if (hg_unlikely(cfa <= sp)) return STEP_SLOW;                   /* must strictly grow */
+    if (hg_unlikely(!slot_ok(cfa - 8, lo, hi))) return STEP_SLOW;
+    if ((r.flags & RF_RBP_SAVED) && hg_unlikely(!slot_ok(cfa + (uintptr_t)(intptr_t)r.rbp_off, lo, hi)))
+        return STEP_SLOW;
+    return STEP_ON;
+}
+
 typedef struct walk_env {
     cache_entry *c;
     uint64_t tag;
@@ -1133,38 +1163,20 @@ static int walk_stack(const walk_env *e, shadow_state *const S, uintptr_t pc, ui
             }
         }
         const hg_rule r = rule_get(c, tag, pc);
-        if (hg_unlikely(r.flags & (RF_END | RF_UNSUP | RF_NOFDE | RF_SIGNAL))) {
-            if (r.flags & RF_END) {
-                if (S) {
-                    S->fresh[(unsigned)k++ & (SHADOW_MAX - 1)] = shadow_fresh(pc, sp, rbp, shadow_at(r, 0));
-                    shadow_keep(S, 0, k, 0, 0);
-                    S->epoch = e->epoch;
-                    S->hi = hi;
-                }
-                return n;
+        const int how = rule_step(r, sp, rbp, lo, hi);
+        if (hg_unlikely(how != STEP_ON)) {
+            if (how == STEP_SLOW) break;
+            if (S) {
+                S->fresh[(unsigned)k++ & (SHADOW_MAX - 1)] = shadow_fresh(pc, sp, rbp, shadow_at(r, 0));
+                shadow_keep(S, 0, k, 0, 0);
+                S->epoch = e->epoch;
+                S->hi = hi;
             }
-            if (r.flags & (RF_UNSUP | RF_SIGNAL | RF_NOOBJ)) break;
-            /* No CFI: follow the frame-pointer chain when RBP points a little
-             * way up this stack (RBP == SP is fine: a frame with no locals).
-             * RBP == 0 is the ABI's end-of-stack marker (e.g. ld.so's
-             * _dl_start_user running constructors). */
-            if (rbp == 0) {
-                if (S) {
-                    S->fresh[(unsigned)k++ & (SHADOW_MAX - 1)] = shadow_fresh(pc, sp, rbp, shadow_at(r, 0));
-                    shadow_keep(S, 0, k, 0, 0);
-                    S->epoch = e->epoch;
-                    S->hi = hi;
-                }
-                return n;
-            }
-            if (rbp < sp || rbp - sp > 0x4000) break;
+            return n;
         }
-        const uintptr_t cfa = ((r.flags & RF_CFA_RBP) ? rbp : sp) + (uintptr_t)(intptr_t)r.cfa_off;
-        if (hg_unlikely(cfa <= sp)) break;                      /* must strictly grow */
+        const uintptr_t cfa = rule_cfa(r, sp, rbp);
         const uintptr_t ra_at = cfa - 8;
-        if (hg_unlikely(!slot_ok(ra_at, lo, hi))) break;
         const uintptr_t rbp_at = cfa + (uintptr_t)(intptr_t)r.rbp_off;
-        if ((r.flags & RF_RBP_SAVED) && hg_unlikely(!slot_ok(rbp_at, lo, hi))) break;
         if (S) S->fresh[(unsigned)k++ & (SHADOW_MAX - 1)] = shadow_fresh(pc, sp, rbp, shadow_at(r, rbp_at));
         if (r.flags & RF_RBP_SAVED) rbp = *(const uintptr_t *)rbp_at;
         pc = *(const uintptr_t *)ra_at;
@@ -1247,22 +1259,14 @@ int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated
         }
         pcs[n++] = pc;
         const hg_rule r = rule_get(c, tag, pc);
-        if (hg_unlikely(r.flags & (RF_END | RF_UNSUP | RF_NOFDE | RF_SIGNAL))) {
-            if (r.flags & RF_END) goto out;
-            if (r.flags & (RF_UNSUP | RF_SIGNAL | RF_NOOBJ)) break;
-            /* No CFI: follow the frame-pointer chain when RBP points a little
-             * way up this stack (RBP == SP is fine: a frame with no locals).
-             * RBP == 0 is the ABI's end-of-stack marker (e.g. ld.so's
-             * _dl_start_user running constructors). */
-            if (rbp == 0) goto out;
-            if (rbp < sp || rbp - sp > 0x4000) break;
+        const int how = rule_step(r, sp, rbp, lo, hi);
+        if (hg_unlikely(how != STEP_ON)) {
+            if (how == STEP_SLOW) break;
+            goto out;
         }
-        const uintptr_t cfa = ((r.flags & RF_CFA_RBP) ? rbp : sp) + (uintptr_t)(intptr_t)r.cfa_off;
-        if (hg_unlikely(cfa <= sp)) break;                      /* must strictly grow */
+        const uintptr_t cfa = rule_cfa(r, sp, rbp);
         const uintptr_t ra_at = cfa - 8;
-        if (hg_unlikely(!slot_ok(ra_at, lo, hi))) break;
         const uintptr_t rbp_at = cfa + (uintptr_t)(intptr_t)r.rbp_off;
-        if ((r.flags & RF_RBP_SAVED) && hg_unlikely(!slot_ok(rbp_at, lo, hi))) break;
         if (r.flags & RF_RBP_SAVED) rbp = *(const uintptr_t *)rbp_at;
         pc = *(const uintptr_t *)ra_at;
         sp = cfa;
