@@ -45,7 +45,7 @@ public struct GenerationAnalyzer {
     var table = LiveHeap<Block>()
 
     // Sites.
-    var sites: [SiteState] = []
+    var sites = ChunkedArray<SiteState>()
     /// Per site with a point: (mark, live objects, live bytes) whenever they changed at a
     /// mark. Most sites of a test suite are never live at a mark: a dictionary, not an
     /// empty array for each (8 bytes a site).
