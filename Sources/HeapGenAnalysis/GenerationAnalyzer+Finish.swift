@@ -100,9 +100,8 @@ extension GenerationAnalyzer {
         // array for every site cost 60 MB on a test suite's 3.9 M sites.
         var survivors: [Int: ObjectsAndBytes] = [:]
         var scopeSurvivors = [[Int: ObjectsAndBytes]](repeating: [:], count: scopes.count)
-        for s in sites.indices where snapshotMark != nil && sites[s].sinceStamp == candidateStamp {
-            let gone = ObjectsAndBytes(objects: sites[s].goneSurvivorObjects, bytes: sites[s].goneSurvivorBytes)
-            if gone.objects != 0 || gone.bytes != 0 { survivors[s] = gone }
+        for (s, gone) in goneSurvivors where snapshotMark != nil && (gone.objects != 0 || gone.bytes != 0) {
+            survivors[Int(s)] = gone
         }
         var unreachable = options.unreachable
         if let scanned = scannedUnreachable { unreachable = (unreachable ?? []).union(scanned) }
@@ -197,8 +196,9 @@ extension GenerationAnalyzer {
         regrouping.scopeSurvivors = [[Int: ObjectsAndBytes]](repeating: [:], count: scopes.count)
         for s in sites.indices {
             let site = sites[s]
-            let exit = ObjectsAndBytes(objects: site.liveObjects, bytes: site.liveBytes)
-            let curve = SiteCurve(points: series[s], ordinary: globalOrdinary, snapshotMark: globalSnapshot,
+            let points = series[UInt32(s)] ?? []
+            let exit = ObjectsAndBytes(objects: Int(site.liveObjects), bytes: site.liveBytes)
+            let curve = SiteCurve(points: points, ordinary: globalOrdinary, snapshotMark: globalSnapshot,
                                   liveAtEnd: exit)
             let snapshotLive = ObjectsAndBytes(objects: curve.snapshotObjects, bytes: curve.snapshotBytes)
             var behavior = AllocationSite.Behavior.flat
@@ -206,7 +206,7 @@ extension GenerationAnalyzer {
             var touched: [Int] = []
             var abandonedInScope = false, cacheInScope = false
             if !scopes.isEmpty {
-                for p in series[s] {
+                for p in points {
                     let k = Int(p.mark) < markScope.count ? markScope[Int(p.mark)] : -1
                     if k >= 0 && touched.last != k { touched.append(k) }
                 }
@@ -216,7 +216,7 @@ extension GenerationAnalyzer {
                 let slot = regrouping.stacks.count
                 regrouping.stacks.append(site.stack)
                 regrouping.types.append(site.type)
-                regrouping.series.append(series[s])
+                regrouping.series.append(points)
                 regrouping.snapshot.append(snapshotLive)
                 regrouping.survivors.append(survivors[s] ?? ObjectsAndBytes())
                 regrouping.exit.append(exit)
@@ -234,7 +234,7 @@ extension GenerationAnalyzer {
                 }
             }
             for k in touched {
-                let scopeCurve = SiteCurve(points: series[s], ordinary: scopeOrdinary[k],
+                let scopeCurve = SiteCurve(points: points, ordinary: scopeOrdinary[k],
                                            snapshotMark: scopeSnapshot[k], liveAtEnd: exit)
                 var scopeOptions = options
                 scopeOptions.warmUp = scopes[k].warmUp
@@ -319,7 +319,7 @@ extension GenerationAnalyzer {
             return AllocationSite(
                 stackID: site.stack, typeID: site.type, typeName: typeNames[site.type],
                 allocations: site.allocations, allocatedBytes: site.allocatedBytes,
-                liveAtMarks: series[s].map {
+                liveAtMarks: (series[UInt32(s)] ?? []).map {
                     AllocationSite.Point(mark: Int($0.mark), objects: UInt64(clamping: $0.objects),
                                          bytes: UInt64(clamping: $0.bytes))
                 },

@@ -45,16 +45,23 @@ public struct GenerationAnalyzer {
     var table = LiveHeap<Block>()
 
     // Sites.
-    var sites: [SiteState] = []
-    /// Per site: (mark, live objects, live bytes) whenever they changed at a mark.
-    var series: [[SeriesPoint]] = []
-    var dirtySites: [UInt32] = []
-    /// By stack id (below ``directStackLimit``): the first site seen with that stack.
-    var stackSites: [StackSite] = []
-    /// (stack id << 32 | type id) → site, for the sites ``stackSites`` does not hold (a
-    /// stack's second type, stack ids from ``directStackLimit``): most stacks have one site,
-    /// and keying them here too cost 100 MB on a test suite's 3.9 M sites.
+    var sites = ChunkedArray<SiteState>()
+    /// Per site with a point: (mark, live objects, live bytes) whenever they changed at a
+    /// mark. Most sites of a test suite are never live at a mark: a dictionary, not an
+    /// empty array for each (8 bytes a site).
+    var series: [UInt32: [SeriesPoint]] = [:]
+    /// Sites changed since the last mark, one bit each, and the words of ``dirtyBits`` that
+    /// have a bit set (a list of sites grew to every site in a trace without marks).
+    var dirtyBits: [UInt64] = []
+    var dirtyWords: [UInt32] = []
+    /// Stack id → the first site seen with that stack, plus one.
+    var stackSites = IdMap()
+    /// (stack id << 32 | type id) → site, for a stack's sites after its first (few: a stack
+    /// nearly always allocates one type).
     var siteByKey: [UInt64: UInt32] = [:]
+    /// Per site with blocks live at the candidate snapshot that went since: those gone of
+    /// judged cycles (emptied when the candidate changes).
+    var goneSurvivors: [UInt32: ObjectsAndBytes] = [:]
     /// Stacks that are one code path (the shim defines stacks again after each module load
     /// or unload): see ``StackIdentity``.
     var stackIdentity = StackIdentity()
@@ -76,8 +83,6 @@ public struct GenerationAnalyzer {
     var candidateMark: Int?
     /// Blocks with an epoch below this were allocated before the candidate mark.
     var candidateLimit: UInt32 = 0
-    /// Changes each time the candidate changes (lazily resets the per-site counters).
-    var candidateStamp: UInt32 = 0
     /// Per epoch: blocks live at the candidate that have gone since (net of reallocUndos).
     var goneSinceCandidate: [ObjectsAndBytes] = [ObjectsAndBytes()]
     var touchedEpochs: [UInt32] = []
@@ -117,9 +122,6 @@ public struct GenerationAnalyzer {
     var graphs: [RetentionGraph] = []
     /// From `programSuppressions` records: the program's own LeakSanitizer suppressions.
     var programSuppressions: String?
-
-    /// Stack ids below this are looked up in an array, others in a dictionary.
-    static let directStackLimit: UInt32 = 1 << 22
 
     /// Prefix-tree nodes of frames ``analyze(path:options:)`` keeps while it reads (~20 MB).
     ///
@@ -347,10 +349,7 @@ public struct GenerationAnalyzer {
             sites[s].peakBytes = sites[s].liveBytes
             sites[s].peakEpoch = epoch
         }
-        if !sites[s].dirty {
-            sites[s].dirty = true
-            dirtySites.append(block.site)
-        }
+        markDirty(block.site)
         liveBytes &+= size
         if liveBytes > current.peakLiveBytes {
             current.peakLiveBytes = liveBytes
@@ -369,10 +368,7 @@ public struct GenerationAnalyzer {
         let size = Int(truncatingIfNeeded: block.size)
         sites[s].liveObjects &-= 1
         sites[s].liveBytes &-= size
-        if !sites[s].dirty {
-            sites[s].dirty = true
-            dirtySites.append(block.site)
-        }
+        markDirty(block.site)
         liveBytes &-= size
         if block.epoch < candidateLimit { changedSinceCandidate(block, by: 1) }
     }
@@ -390,14 +386,8 @@ public struct GenerationAnalyzer {
         // before the current one (which is the tail, if the candidate is a settle mark).
         let g = epochGeneration[e]
         if g > options.warmUp && g < generation {
-            let s = Int(block.site)
-            if sites[s].sinceStamp != candidateStamp {
-                sites[s].sinceStamp = candidateStamp
-                sites[s].goneSurvivorObjects = 0
-                sites[s].goneSurvivorBytes = 0
-            }
-            sites[s].goneSurvivorObjects &+= sign
-            sites[s].goneSurvivorBytes &+= sign &* size
+            goneSurvivors[block.site, default: ObjectsAndBytes()].objects &+= sign
+            goneSurvivors[block.site, default: ObjectsAndBytes()].bytes &+= sign &* size
         }
     }
 
@@ -406,16 +396,22 @@ public struct GenerationAnalyzer {
     private mutating func mark(label: String, time: UInt64, origin: MarkOrigin) {
         let index = marks.count
         // Record the sites that changed since the previous mark.
-        for s32 in dirtySites {
-            let s = Int(s32)
-            sites[s].dirty = false
-            let objects = sites[s].liveObjects, bytes = sites[s].liveBytes
-            let last = series[s].last
-            if (last?.objects ?? 0) != objects || (last?.bytes ?? 0) != bytes {
-                series[s].append(SeriesPoint(mark: UInt32(truncatingIfNeeded: index), objects: objects, bytes: bytes))
+        for w in dirtyWords {
+            var word = dirtyBits[Int(w)]
+            dirtyBits[Int(w)] = 0
+            while word != 0 {
+                let s32 = w << 6 | UInt32(word.trailingZeroBitCount)
+                word &= word &- 1
+                let s = Int(s32)
+                let objects = Int(sites[s].liveObjects), bytes = sites[s].liveBytes
+                let last = series[s32]?.last
+                if (last?.objects ?? 0) != objects || (last?.bytes ?? 0) != bytes {
+                    series[s32, default: []].append(SeriesPoint(mark: UInt32(truncatingIfNeeded: index),
+                                                                objects: objects, bytes: bytes))
+                }
             }
         }
-        dirtySites.removeAll(keepingCapacity: true)
+        dirtyWords.removeAll(keepingCapacity: true)
 
         let isSettle = label == AnalysisOptions.settleLabel
         marks.append(GenerationMark(index: index, label: label, timeNanoseconds: time, origin: origin,
@@ -439,7 +435,7 @@ public struct GenerationAnalyzer {
     private mutating func makeCandidate(_ index: Int) {
         candidateMark = index
         candidateLimit = UInt32(truncatingIfNeeded: index + 1)
-        candidateStamp &+= 1
+        goneSurvivors.removeAll()
         for e in touchedEpochs { goneSinceCandidate[Int(e)] = ObjectsAndBytes() }
         touchedEpochs.removeAll(keepingCapacity: true)
     }
@@ -448,38 +444,38 @@ public struct GenerationAnalyzer {
 
     @inline(__always)
     private mutating func siteIndex(stack: UInt32, type: UInt32) -> UInt32 {
-        if stack < Self.directStackLimit && Int(stack) < stackSites.count {
-            let entry = stackSites[Int(stack)]
-            if entry.sitePlusOne != 0 && entry.type == type { return entry.sitePlusOne &- 1 }
-        }
-        return newOrKnownSite(stack: stack, type: type)
+        let first = stackSites[stack]
+        if first != 0 && sites[Int(first &- 1)].type == type { return first &- 1 }
+        return newOrKnownSite(stack: stack, type: type, first: first)
     }
 
-    private mutating func newOrKnownSite(stack: UInt32, type: UInt32) -> UInt32 {
+    private mutating func newOrKnownSite(stack: UInt32, type: UInt32, first: UInt32) -> UInt32 {
         let key = UInt64(stack) << 32 | UInt64(type)
-        if let site = siteByKey[key] { return site }
+        if first != 0, let site = siteByKey[key] { return site }
         let site = UInt32(sites.count)
         sites.append(SiteState(stack: stack, type: type))
-        series.append([])
-        if stack < Self.directStackLimit {
-            if Int(stack) >= stackSites.count {
-                stackSites.append(contentsOf: repeatElement(StackSite(), count: Int(stack) + 1 - stackSites.count))
-            }
-            if stackSites[Int(stack)].sitePlusOne == 0 {
-                stackSites[Int(stack)] = StackSite(sitePlusOne: site + 1, type: type)
-                return site
-            }
+        if sites.count > dirtyBits.count << 6 { dirtyBits.append(0) }
+        if first == 0 {
+            stackSites.insert(stack, site &+ 1)
+        } else {
+            siteByKey[key] = site
         }
-        siteByKey[key] = site
         return site
+    }
+
+    /// Notes that `site`'s live counts changed since the last mark.
+    @inline(__always)
+    private mutating func markDirty(_ site: UInt32) {
+        let w = Int(site &>> 6), bit: UInt64 = 1 &<< UInt64(site & 63)
+        if dirtyBits[w] == 0 { dirtyWords.append(UInt32(w)) }
+        dirtyBits[w] |= bit
     }
 
     /// The site of (`stack`, `type`), if any allocation had it.
     func site(stack: UInt32, type: UInt32) -> UInt32? {
-        if stack < Self.directStackLimit && Int(stack) < stackSites.count {
-            let entry = stackSites[Int(stack)]
-            if entry.sitePlusOne != 0 && entry.type == type { return entry.sitePlusOne &- 1 }
-        }
+        let first = stackSites[stack]
+        if first == 0 { return nil }
+        if sites[Int(first &- 1)].type == type { return first &- 1 }
         return siteByKey[UInt64(stack) << 32 | UInt64(type)]
     }
 }
@@ -524,12 +520,6 @@ struct Block: Equatable {
     var epoch: UInt32
 }
 
-/// The first site seen with a stack id.
-struct StackSite {
-    var sitePlusOne: UInt32 = 0
-    var type: UInt32 = 0
-}
-
 /// A site's live counts at a mark where they changed.
 struct SeriesPoint {
     var mark: UInt32
@@ -550,23 +540,17 @@ struct EpochCounts {
     var peakLiveBytes = 0
 }
 
-/// Running state of one site.
+/// Running state of one site (48 bytes: there is one per site, 3.9 M on a test suite).
 struct SiteState {
     var stack: UInt32
     var type: UInt32
-    var liveObjects = 0
+    /// Live blocks. 32 bits: 2^32 live blocks of one site would take 128 GB of heap.
+    var liveObjects: UInt32 = 0
+    var peakEpoch: UInt32 = 0
     var liveBytes = 0
+    var peakBytes = 0
     var allocations: UInt64 = 0
     var allocatedBytes: UInt64 = 0
-    var peakBytes = 0
-    var peakEpoch: UInt32 = 0
-    /// Changed since the last mark (listed in `dirtySites`).
-    var dirty = false
-    /// Candidate stamp for which the two counters below are valid.
-    var sinceStamp: UInt32 = 0
-    /// Blocks of judged cycles live at the candidate snapshot that have gone since.
-    var goneSurvivorObjects = 0
-    var goneSurvivorBytes = 0
 
     init(stack: UInt32, type: UInt32) {
         self.stack = stack

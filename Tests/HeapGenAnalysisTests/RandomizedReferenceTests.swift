@@ -152,8 +152,18 @@ final class RandomizedReferenceTests: XCTestCase {
         XCTAssertEqual(findingsSeen, [.abandoned, .cache], "the generator exercises both kinds")
     }
 
+    /// Hundreds of sites, most only live between marks, as in a test suite: stack ids in a
+    /// dense run from 2^24 (the collector's later arena epochs), scattered over all 32 bits
+    /// (kept apart from the dense ones), and stacks with a second type; their curves are
+    /// kept in other structures than few sites' are.
+    func testManySitesMatchTheReference() throws {
+        for seed: UInt64 in [5, 11, 99] {
+            _ = try check(seed: seed, manySites: true)
+        }
+    }
+
     /// Builds a random trace, analyzes it and compares with the reference; returns the finding kinds.
-    private func check(seed: UInt64) throws -> Set<Finding.Kind> {
+    private func check(seed: UInt64, manySites: Bool = false) throws -> Set<Finding.Kind> {
         var rng = SplitMix64(state: seed)
         let t = try TraceBuilder(name: "random\(seed)")
         let ref = ReferenceModel()
@@ -171,15 +181,30 @@ final class RandomizedReferenceTests: XCTestCase {
         func alloc(stack: UInt32, keep: Bool) {
             let a = address()
             let size = UInt64(1 + rng.below(rng.chance(5) ? 100_000 : 512))
-            let type: UInt32 = stack % 4 == 0 ? 0 : stack % 3 + 1
+            var type: UInt32 = stack % 4 == 0 ? 0 : stack % 3 + 1
+            if manySites && stack > 32 && rng.chance(20) { type += 5 }
             t.alloc(a, size: size, stack: stack, type: type)
             ref.alloc(a, size: size, stack: stack, type: type)
             if !keep { freeable.append(a) }
         }
+        // Scattered ids: distinct, above the small ones, never in the dense run.
+        var scattered = Set<UInt32>()
+        while scattered.count < 300 {
+            let id = UInt32(truncatingIfNeeded: rng.next())
+            if id > 64 && (id < 1 << 24 || id >= (1 << 24) + 1000) && id != UInt32.max { scattered.insert(id) }
+        }
+        let scatteredIDs = scattered.sorted()
+        func manyStack() -> UInt32 {
+            switch rng.below(10) {
+            case 0..<3: return UInt32(1 + rng.below(12))
+            case 3..<7: return (1 << 24) + UInt32(rng.below(1000))
+            default: return scatteredIDs[rng.below(scatteredIDs.count)]
+            }
+        }
         func step(cycle: Int) {
             switch rng.below(100) {
             case 0..<45:
-                alloc(stack: UInt32(1 + rng.below(12)), keep: false)
+                alloc(stack: manySites ? manyStack() : UInt32(1 + rng.below(12)), keep: false)
             case 45..<80:
                 guard !freeable.isEmpty else { return }
                 let a = freeable.swapAt(rng.below(freeable.count))
