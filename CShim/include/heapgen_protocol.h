@@ -250,11 +250,18 @@ enum hg_blob_tag {
  *   The collector keeps reading epochs arena_released and arena_released + 1;
  *     a published ref whose tag is neither was made in an epoch it released
  *     (a thread that interned a stack, then published it after the half had
- *     been handed back): that allocation is recorded without a stack and
- *     counted. It releases an epoch (store-release arena_released) only after
- *     its last read of that half, once the next epoch is well under way. */
+ *     been handed back): the collector reads it while the shim has not begun
+ *     epoch E + 2, whose half is E's. A producer that finds, just before it
+ *     claims its slot, that the arena has left the epoch it interned in
+ *     stores the stack again in the current one. Only a stack still
+ *     unreadable is recorded without one and counted. The collector releases
+ *     an epoch (store-release arena_released) only after its last read of
+ *     that half, once the next epoch is well under way. */
 #define HG_ARENA_EPOCH_SHIFT 40
-#define HG_ARENA_WAIT_MS     200
+/* Long enough for a collector that is merely starved of CPU (a loaded
+ * 2-core machine) to release; a stopped one (a debugger) costs the program
+ * this once per epoch. */
+#define HG_ARENA_WAIT_MS     1000
 #define HG_ARENA_USED_MASK   ((1ull << HG_ARENA_EPOCH_SHIFT) - 1)
 #define HG_REF_OFFSET_BITS   24
 #define HG_REF_OFFSET_MASK   ((1u << HG_REF_OFFSET_BITS) - 1)

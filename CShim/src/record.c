@@ -40,6 +40,17 @@ void hg_record_alloc(uint32_t kind, void *p, size_t size, const hg_unwind_start 
      * that refers to it.  A nested call leaves it to the outermost one. */
     if (!nested)
         hg_modules_scan_pending();
+    /* The arena began another epoch while this thread was between
+     * interning and publishing (preempted, a module scan): the collector may
+     * release the stack's half before it reads our record, and the shim then
+     * write over it. Store the stack again in the current epoch. What is
+     * left: a switch in the few instructions before the claim, and then a
+     * collector a whole half and its release grace behind. */
+    if (HG_UNLIKELY(ref != 0 && hg_stack_stale(ref))) {
+        hg_guard++;
+        ref = hg_stack_intern((const uint64_t *)pcs, (uint32_t)n, truncated);
+        hg_guard--;
+    }
     hg_emit(kind, (uint64_t)(uintptr_t)p, size, ref, type);
 }
 

@@ -131,6 +131,9 @@ uint32_t hg_arena_put(uint32_t tag, const void *a, uint32_t alen,
 /* The stack id of pcs[0..n) (innermost first); `truncated`: the unwinder
  * stopped at the frame limit. 0 (counted in stacks_lost) if it cannot be stored. */
 uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n, int truncated);
+/* 1 when the arena has begun another epoch since `ref` (a tagged ref) was
+ * interned: the collector may release its half before it reads the record. */
+int hg_stack_stale(uint32_t ref);
 
 /* modules.c */
 int  hg_modules_contain_all(const uint64_t *pcs, uint32_t n);

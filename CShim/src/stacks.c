@@ -463,9 +463,11 @@ uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n, int truncated)
         return stack_lost();
     const uint32_t trunc = truncated ? HG_NODE_TRUNCATED : 0;
     /* A stack is built in one arena epoch: when the arena moves on halfway
-     * (another thread filled the half), start again in the new one. Twice
-     * in one call means the halves fill faster than we build: give up. */
-    for (int tries = 0; tries < 3; tries++) {
+     * (another thread filled the half), start again in the new one. A
+     * thread preempted mid-build on a loaded machine may see that a few
+     * times running; eight times means the halves fill faster than we
+     * build: give up. */
+    for (int tries = 0; tries < 8; tries++) {
         const uint64_t arena_epoch =
             __atomic_load_n(&g_hg.hdr->arena_state, __ATOMIC_RELAXED) >> HG_ARENA_EPOCH_SHIFT;
         uint32_t ref = intern_in(t, pcs, n, trunc, arena_epoch);
@@ -475,4 +477,11 @@ uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n, int truncated)
             break;
     }
     return stack_lost();
+}
+
+int hg_stack_stale(uint32_t ref)
+{
+    const uint64_t now =
+        __atomic_load_n(&g_hg.hdr->arena_state, __ATOMIC_RELAXED) >> HG_ARENA_EPOCH_SHIFT;
+    return ((now - (ref >> HG_REF_OFFSET_BITS)) & 0xff) != 0;
 }
