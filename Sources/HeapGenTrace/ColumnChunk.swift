@@ -223,10 +223,31 @@ struct ColumnFields: EventFields {
     }
 
     /// A varint split in two: its first byte from `first`; when that has bit 7, the LEB128 of
-    /// the value's bits from 7 up from `more`.
+    /// the value's bits from 7 up from `more`. Inline for values of one or two bytes (most).
     @inline(__always)
     private static func read(_ first: inout Stream, _ more: inout Stream, _ field: EventField,
                              _ c: ByteCursor) throws(TraceError) -> UInt64 {
+        if first.position < first.count {
+            let b = first.base[first.position]
+            if b < 0x80 {
+                first.position &+= 1
+                return UInt64(b)
+            }
+            if more.position < more.count {
+                let x = more.base[more.position]
+                if x < 0x80 {
+                    first.position &+= 1
+                    more.position &+= 1
+                    return UInt64(b & 0x7F) | UInt64(x) &<< 7
+                }
+            }
+        }
+        return try readSlow(&first, &more, field, c)
+    }
+
+    @inline(never)
+    private static func readSlow(_ first: inout Stream, _ more: inout Stream, _ field: EventField,
+                                 _ c: ByteCursor) throws(TraceError) -> UInt64 {
         guard first.position < first.count else {
             throw c.corrupt("the \(names[field.rawValue]) stream ends before the records that use it")
         }
