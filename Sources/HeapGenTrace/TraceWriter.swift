@@ -10,9 +10,12 @@ import Darwin
 
 /// Writes one trace file: header, process record, then records in chunks.
 ///
-/// Records are encoded into an in-memory chunk that is written (zstd-compressed unless
-/// that does not make it smaller, with its CRC-32C) once it holds 64 KiB, on every ``mark(label:timeNanoseconds:origin:)``, on ``flush()``
-/// and on ``finish(_:)``. Events take the compact encodings of minor version 5. Appends never throw: the first I/O
+/// Records are encoded into an in-memory chunk that is written (with its CRC-32C) once it
+/// holds 64 KiB, on every ``mark(label:timeNanoseconds:origin:)``, on ``flush()`` and on
+/// ``finish(_:)``. Events take the compact encodings of minor version 5, their varint fields
+/// in streams of their own (``FieldStreams``): a chunk with events is a column chunk (minor
+/// version 6), each stream zstd-compressed unless that does not make it smaller; other
+/// chunks are compressed whole on the same condition. Appends never throw: the first I/O
 /// error is kept in ``failure`` and later appends are dropped.
 ///
 /// The writer does not check that stack and type ids are defined before use
@@ -93,7 +96,7 @@ public final class TraceWriter {
     /// Creates (or truncates) `path` with mode 0600, O_NOFOLLOW; writes header + process record.
     ///
     /// - Parameter compressionLevel: the zstd level of the chunks (64 KiB of records each),
-    ///   or nil for plain chunks. The `symbols` chunks and the `end` chunk are always plain.
+    ///   or nil to compress nothing (column chunks then hold their streams as is). The `symbols` chunks and the `end` chunk are always plain.
     /// - Throws: ``TraceError`` (`.io`) if the file cannot be created or written.
     public init(path: String, process: ProcessRecord,
                 compressionLevel: Int32? = TraceWriter.defaultCompressionLevel) throws {
