@@ -7,7 +7,7 @@ import CZstd
 ///
 /// Why: zstd codes literals with one Huffman table per block, so interleaved records make
 /// tags, sizes, ids and address deltas share one table; apart, each field costs about its own
-/// entropy (measured: the bench trace 58.2 → 39.7 MB, the storm trace 76.6 → 49.2 MB, for
+/// entropy (measured: the bench trace 58.2 → 39.7 MB, the storm trace 76.6 → 49.3 MB, for
 /// less zstd time). A varint's first byte and its further bytes go to separate streams too:
 /// mixed, they cost about a bit more a byte.
 enum ColumnChunk {
@@ -29,8 +29,6 @@ enum EventField: Int {
     case back = 3
 
     static let count = 4
-    /// The stream of the field's first bytes; its further bytes are the next stream.
-    var firstStream: Int { 1 &+ 2 &* rawValue }
 }
 
 /// The writer's field streams of the pending chunk: per ``EventField`` a stream of first
