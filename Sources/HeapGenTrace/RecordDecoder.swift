@@ -30,6 +30,24 @@ struct RecordDecoder {
     mutating func decode(chunk payload: UnsafeRawBufferPointer, fileOffset: UInt64, fixedOffset: Bool = false,
                          _ body: (TraceRecord) throws -> Void) throws {
         var c = ByteCursor(payload, fileOffset: fileOffset, file: file, fixedOffset: fixedOffset)
+        var fields = InlineFields()
+        try decode(&c, &fields, body)
+    }
+
+    /// Decodes the records of a column chunk (minor version 6): `streams` are its records
+    /// stream and then its field streams; every stream must be read to its end.
+    mutating func decode(columns streams: [UnsafeRawBufferPointer], fileOffset: UInt64,
+                         _ body: (TraceRecord) throws -> Void) throws {
+        var c = ByteCursor(streams[0], fileOffset: fileOffset, file: file, fixedOffset: true)
+        var fields = ColumnFields(streams[1...])
+        try decode(&c, &fields, body)
+        try fields.checkConsumed(c)
+    }
+
+    /// Decodes the records of `c`; event records take their varint fields from `fields`
+    /// (specialized for each source, so inline fields cost what they did before columns).
+    private mutating func decode<Fields: EventFields>(_ c: inout ByteCursor, _ fields: inout Fields,
+                                                     _ body: (TraceRecord) throws -> Void) throws {
         let slots = compact.slots
         // Symbols records start their chunk: only symbols records come before one in a chunk.
         var onlySymbolsSoFar = true
@@ -56,16 +74,16 @@ struct RecordDecoder {
             switch tag {
             case RecordTag.mallocSlot...(RecordTag.mallocSlot | 7):
                 let slot = Int(tag & 7)
-                let address = try c.delta(from: slots[slot])
+                let address = slots[slot] &+ Varint.unzigzag(try fields.varint(.address, &c))
                 slots[slot] = address
-                let size = try c.varint()
-                let stack = try Self.usedID(&c, "stack id", "stack", in: stacks)
+                let size = try fields.varint(.size, &c)
+                let stack = try Self.usedID(&fields, &c, "stack id", "stack", in: stacks)
                 compact.noteAllocation(address, size: size)
                 events &+= 1
                 try body(.allocation(function: .malloc, address: address, size: size, stack: stack, type: 0))
 
             case RecordTag.mallocReuse...(RecordTag.mallocReuseClass &+ 7):
-                let size = try c.varint()
+                let size = try fields.varint(.size, &c)
                 let address: UInt64
                 if tag < RecordTag.mallocReuseClass {
                     let back = Int(tag &- RecordTag.mallocReuse)
@@ -80,7 +98,7 @@ struct RecordDecoder {
                     }
                     address = freed
                 }
-                let stack = try Self.usedID(&c, "stack id", "stack", in: stacks)
+                let stack = try Self.usedID(&fields, &c, "stack id", "stack", in: stacks)
                 compact.noteAllocation(address, size: size)
                 events &+= 1
                 try body(.allocation(function: .malloc, address: address, size: size, stack: stack, type: 0))
@@ -93,14 +111,14 @@ struct RecordDecoder {
 
             case RecordTag.freeSlot...(RecordTag.freeSlot | 7):
                 let slot = Int(tag & 7)
-                let address = try c.delta(from: slots[slot])
+                let address = slots[slot] &+ Varint.unzigzag(try fields.varint(.address, &c))
                 slots[slot] = address
                 compact.noteFree(address)
                 events &+= 1
                 try body(.free(function: .free, address: address))
 
             case RecordTag.freeRecent, RecordTag.reallocFreeRecent:
-                let back = try c.varint()
+                let back = try fields.varint(.back, &c)
                 let address = try compact.recentAllocation(back, &c, at: start)
                 compact.noteFree(address)
                 events &+= 1
@@ -112,15 +130,15 @@ struct RecordDecoder {
                     throw c.corrupt("bad allocation function and slot byte \(hex(code))", at: start &+ 1)
                 }
                 let slot = Int(code >> 4)
-                let address = try c.delta(from: slots[slot])
+                let address = slots[slot] &+ Varint.unzigzag(try fields.varint(.address, &c))
                 slots[slot] = address
-                try body(allocation(&c, function: function, address: address))
+                try body(allocation(&c, &fields, function: function, address: address))
 
             case RecordTag.reallocFreeSlot, RecordTag.reallocUndoSlot:
                 let slotAt = c.position
                 let slot = Int(try c.byte())
                 guard slot < TraceFormat.addressSlots else { throw c.corrupt("address slot \(slot) is not 0…7", at: slotAt) }
-                let address = try c.delta(from: slots[slot])
+                let address = slots[slot] &+ Varint.unzigzag(try fields.varint(.address, &c))
                 slots[slot] = address
                 if tag == RecordTag.reallocFreeSlot { compact.noteFree(address) }
                 events &+= 1
@@ -131,23 +149,23 @@ struct RecordDecoder {
                 guard let function = AllocationFunction(rawValue: code) else {
                     throw c.corrupt("unknown allocation function \(code)", at: start &+ 1)
                 }
-                let address = try c.delta(from: previousAddress)
+                let address = previousAddress &+ Varint.unzigzag(try fields.varint(.address, &c))
                 previousAddress = address
-                try body(allocation(&c, function: function, address: address))
+                try body(allocation(&c, &fields, function: function, address: address))
 
             case RecordTag.free:
                 let code = try c.byte()
                 guard let function = FreeFunction(rawValue: code) else {
                     throw c.corrupt("unknown free function \(code)", at: start &+ 1)
                 }
-                let address = try c.delta(from: previousAddress)
+                let address = previousAddress &+ Varint.unzigzag(try fields.varint(.address, &c))
                 previousAddress = address
                 compact.noteFree(address)
                 events &+= 1
                 try body(.free(function: function, address: address))
 
             case RecordTag.reallocUndo:
-                let address = try c.delta(from: previousAddress)
+                let address = previousAddress &+ Varint.unzigzag(try fields.varint(.address, &c))
                 previousAddress = address
                 events &+= 1
                 try body(.reallocUndo(address: address))
@@ -327,11 +345,12 @@ struct RecordDecoder {
     /// The rest of an `allocation` or `alloc` record after its address (size, stack id, type
     /// id), noted in the compact-event state and the event count.
     @inline(__always)
-    private mutating func allocation(_ c: inout ByteCursor, function: AllocationFunction,
-                                     address: UInt64) throws -> TraceRecord {
-        let size = try c.varint()
-        let stack = try Self.usedID(&c, "stack id", "stack", in: stacks)
-        let type = try Self.usedID(&c, "type id", "type", in: types)
+    private mutating func allocation<Fields: EventFields>(_ c: inout ByteCursor, _ fields: inout Fields,
+                                                          function: AllocationFunction,
+                                                          address: UInt64) throws -> TraceRecord {
+        let size = try fields.varint(.size, &c)
+        let stack = try Self.usedID(&fields, &c, "stack id", "stack", in: stacks)
+        let type = try Self.usedID(&fields, &c, "type id", "type", in: types)
         compact.noteAllocation(address, size: size)
         events &+= 1
         return .allocation(function: function, address: address, size: size, stack: stack, type: type)
@@ -340,10 +359,11 @@ struct RecordDecoder {
     /// Reads a stack or type id for a definition: non-zero, 32-bit, not defined before.
     /// Reads the stack or type id an allocation uses: 0 (none) or one defined before it.
     @inline(__always)
-    private static func usedID(_ c: inout ByteCursor, _ what: StaticString, _ noun: StaticString,
-                               in set: IdSet) throws(TraceError) -> UInt32 {
+    private static func usedID<Fields: EventFields>(_ fields: inout Fields, _ c: inout ByteCursor, _ what: StaticString,
+                                                    _ noun: StaticString, in set: IdSet) throws(TraceError) -> UInt32 {
         let at = c.position
-        let id = try c.varint32(what)
+        let value = try fields.varint(.id, &c)
+        guard let id = UInt32(exactly: value) else { throw c.corrupt("\(what) \(value) does not fit in 32 bits", at: at) }
         if id != 0 && !set.contains(id) {
             throw c.corrupt("alloc uses \(noun) \(id), which is not defined", at: at)
         }

@@ -211,9 +211,13 @@ public struct TraceReader: Sendable {
             if compressed {
                 let decompressor = inflater ?? ChunkDecompressor()
                 inflater = decompressor
-                let plain = try decompressor.decompress(payload, offset: offset, file: name)
+                let streams = try decompressor.decompress(payload, offset: offset, file: name)
                 // Offsets in errors inside a compressed chunk name the chunk's start.
-                try decoder.decode(chunk: plain, fileOffset: offset, fixedOffset: true, body)
+                if streams.count == 1 {
+                    try decoder.decode(chunk: streams[0], fileOffset: offset, fixedOffset: true, body)
+                } else {
+                    try decoder.decode(columns: streams, fileOffset: offset, body)
+                }
             } else {
                 try decoder.decode(chunk: payload, fileOffset: payloadOffset, body)
             }

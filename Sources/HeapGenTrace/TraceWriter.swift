@@ -10,9 +10,12 @@ import Darwin
 
 /// Writes one trace file: header, process record, then records in chunks.
 ///
-/// Records are encoded into an in-memory chunk that is written (zstd-compressed unless
-/// that does not make it smaller, with its CRC-32C) once it holds 64 KiB, on every ``mark(label:timeNanoseconds:origin:)``, on ``flush()``
-/// and on ``finish(_:)``. Events take the compact encodings of minor version 5. Appends never throw: the first I/O
+/// Records are encoded into an in-memory chunk that is written (with its CRC-32C) once it
+/// holds 64 KiB, on every ``mark(label:timeNanoseconds:origin:)``, on ``flush()`` and on
+/// ``finish(_:)``. Events take the compact encodings of minor version 5, their varint fields
+/// in streams of their own (``FieldStreams``): a chunk with events is a column chunk (minor
+/// version 6), each stream zstd-compressed unless that does not make it smaller; other
+/// chunks are compressed whole on the same condition. Appends never throw: the first I/O
 /// error is kept in ``failure`` and later appends are dropped.
 ///
 /// The writer does not check that stack and type ids are defined before use
@@ -34,7 +37,7 @@ public final class TraceWriter {
     public var failure: TraceError? { firstError }
 
     /// Payload bytes encoded but not yet written.
-    public var pendingBytes: Int { position - TraceFormat.chunkHeaderSize }
+    public var pendingBytes: Int { position - TraceFormat.chunkHeaderSize + fields.total }
 
     /// When true, the writer keeps every distinct frame address of the stacks it defines
     /// (``frameAddresses``) and every module it records (``modules``): what the collector
@@ -68,8 +71,11 @@ public final class TraceWriter {
     private static let recentBits = 14
     private let recentAddress: UnsafeMutablePointer<UInt64>
     private let recentSequence: UnsafeMutablePointer<UInt64>
-    /// Compresses event chunks (nil: plain chunks).
-    private let compressor: ChunkCompressor?
+    /// The varint fields of the pending events (minor version 6: chunks with events are
+    /// column chunks; `buffer` holds the records stream).
+    private let fields = FieldStreams()
+    /// Compresses chunks (without a level: chunks are plain, column chunks' streams too).
+    private let compressor: ChunkCompressor
     /// False once the symbols or the end record are being written: their chunks stay plain.
     private var compressing = true
     /// False once finished or failed: appends are dropped.
@@ -90,12 +96,12 @@ public final class TraceWriter {
     /// Creates (or truncates) `path` with mode 0600, O_NOFOLLOW; writes header + process record.
     ///
     /// - Parameter compressionLevel: the zstd level of the chunks (64 KiB of records each),
-    ///   or nil for plain chunks. The `symbols` chunks and the `end` chunk are always plain.
+    ///   or nil to compress nothing (column chunks then hold their streams as is). The `symbols` chunks and the `end` chunk are always plain.
     /// - Throws: ``TraceError`` (`.io`) if the file cannot be created or written.
     public init(path: String, process: ProcessRecord,
                 compressionLevel: Int32? = TraceWriter.defaultCompressionLevel) throws {
         self.path = path
-        compressor = compressionLevel.flatMap { ChunkCompressor(level: $0) }
+        compressor = ChunkCompressor(level: compressionLevel)
         let flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC
         var descriptor: Int32
         repeat {
@@ -187,7 +193,7 @@ public final class TraceWriter {
             i &+= 1
         } else {
             let slot = chooseSlot(address)
-            let delta = Varint.zigzag(address &- compact.slots[slot])
+            fields.put(Varint.zigzag(address &- compact.slots[slot]), .address)
             compact.slots[slot] = address
             if !typed {
                 p[i] = RecordTag.mallocSlot | UInt8(truncatingIfNeeded: slot)
@@ -197,11 +203,10 @@ public final class TraceWriter {
                 p[i &+ 1] = function.rawValue | UInt8(truncatingIfNeeded: slot) &<< 4
                 i &+= 2
             }
-            i = Varint.put(delta, into: p, at: i)
         }
-        i = Varint.put(size, into: p, at: i)
-        i = Varint.put(UInt64(stack), into: p, at: i)
-        if typed { i = Varint.put(UInt64(type), into: p, at: i) }
+        fields.put(size, .size)
+        fields.put(UInt64(stack), .id)
+        if typed { fields.put(UInt64(type), .id) }
         position = i
         // Remember which allocation returned `address`, for a compact free of it.
         let h = Self.recentHash(address)
@@ -209,7 +214,7 @@ public final class TraceWriter {
         recentSequence[h] = compact.allocations
         compact.noteAllocation(address, size: size)
         events &+= 1
-        if i >= Self.flushAt { flushPending() }
+        if i &+ fields.total >= Self.flushAt { flushPending() }
     }
 
     /// Appends a free (`free(NULL)` is not recorded: count it in ``EndRecord/freeNullCalls``):
@@ -229,11 +234,13 @@ public final class TraceWriter {
                     i &+= 1
                 } else {
                     p[i] = RecordTag.freeRecent
-                    i = Varint.put(back, into: p, at: i &+ 1)
+                    i &+= 1
+                    fields.put(back, .back)
                 }
             } else {
                 p[i] = RecordTag.reallocFreeRecent
-                i = Varint.put(back, into: p, at: i &+ 1)
+                i &+= 1
+                fields.put(back, .back)
             }
         } else {
             let slot = chooseSlot(address)
@@ -245,13 +252,13 @@ public final class TraceWriter {
                 p[i &+ 1] = UInt8(truncatingIfNeeded: slot)
                 i &+= 2
             }
-            i = Varint.put(Varint.zigzag(address &- compact.slots[slot]), into: p, at: i)
+            fields.put(Varint.zigzag(address &- compact.slots[slot]), .address)
             compact.slots[slot] = address
         }
         compact.noteFree(address)
         position = i
         events &+= 1
-        if i >= Self.flushAt { flushPending() }
+        if i &+ fields.total >= Self.flushAt { flushPending() }
     }
 
     /// Appends a reallocUndo (`0x07`): the realloc that freed `address` failed.
@@ -261,10 +268,11 @@ public final class TraceWriter {
         let slot = chooseSlot(address)
         p[position] = RecordTag.reallocUndoSlot
         p[position &+ 1] = UInt8(truncatingIfNeeded: slot)
-        position = Varint.put(Varint.zigzag(address &- compact.slots[slot]), into: p, at: position &+ 2)
+        position &+= 2
+        fields.put(Varint.zigzag(address &- compact.slots[slot]), .address)
         compact.slots[slot] = address
         events &+= 1
-        if position >= Self.flushAt { flushPending() }
+        if position &+ fields.total >= Self.flushAt { flushPending() }
     }
 
     /// The address slot to delta-encode `address` against: the one whose last address is
@@ -383,7 +391,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.moduleUnload
         position = Varint.put(loadBias, into: p, at: position &+ 1)
-        if position >= Self.flushAt { flushPending() }
+        if position &+ fields.total >= Self.flushAt { flushPending() }
     }
 
     // MARK: Marks and bookkeeping
@@ -409,7 +417,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.threadStart
         position = Varint.put(UInt64(tid), into: p, at: position &+ 1)
-        if position >= Self.flushAt { flushPending() }
+        if position &+ fields.total >= Self.flushAt { flushPending() }
     }
 
     /// Appends a `stackTruncated` record: stack `id`, defined just before, was cut at the
@@ -419,7 +427,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.stackTruncated
         position = Varint.put(UInt64(id), into: p, at: position &+ 1)
-        if position >= Self.flushAt { flushPending() }
+        if position &+ fields.total >= Self.flushAt { flushPending() }
     }
 
     /// Appends a `lost` record: the shim gave up `count` events here.
@@ -428,7 +436,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.lost
         position = Varint.put(count, into: p, at: position &+ 1)
-        if position >= Self.flushAt { flushPending() }
+        if position &+ fields.total >= Self.flushAt { flushPending() }
     }
 
     /// Appends `unreachable` records for `addresses` (sorted here; split into records of at
@@ -727,7 +735,7 @@ public final class TraceWriter {
 
     /// After a variable-size record: flush at the threshold, and give back a grown buffer.
     private func endLargeRecord() {
-        if position >= Self.flushAt { flushPending() }
+        if position &+ fields.total >= Self.flushAt { flushPending() }
         if capacity > 4 * Self.defaultCapacity && pendingBytes == 0 {
             buffer.deallocate()
             capacity = Self.defaultCapacity
@@ -735,19 +743,26 @@ public final class TraceWriter {
         }
     }
 
-    /// Writes the pending chunk, if any (compressed when that makes it smaller). On error,
-    /// records ``failure`` and stops appends.
+    /// Writes the pending chunk, if any: a column chunk when it holds event fields, else
+    /// compressed when that makes it smaller. On error, records ``failure`` and stops appends.
     private func flushPending() {
-        let payload = pendingBytes
-        guard payload > 0 else { return }
+        let payload = position - TraceFormat.chunkHeaderSize
+        let columns = fields.total > 0
+        guard payload > 0 || columns else { return }
         position = TraceFormat.chunkHeaderSize
+        defer { fields.reset() }
         guard fd >= 0, firstError == nil else { return }
         var raw = UnsafeMutableRawPointer(buffer)
         var stored = payload
         var lengthWord = UInt32(payload)
-        if compressing, let compressor,
-           let n = compressor.compress(UnsafeRawBufferPointer(start: raw + TraceFormat.chunkHeaderSize, count: payload),
-                                       headerRoom: TraceFormat.chunkHeaderSize) {
+        let records = UnsafeRawBufferPointer(start: raw + TraceFormat.chunkHeaderSize, count: payload)
+        if columns {
+            let streams = [records] + (0..<(ColumnChunk.streamCount - 1)).map { fields.stream($0) }
+            let n = compressor.encodeColumns(streams, compress: compressing, headerRoom: TraceFormat.chunkHeaderSize)
+            raw = compressor.output
+            stored = n
+            lengthWord = UInt32(n) | ChunkCompression.flag
+        } else if compressing, let n = compressor.compress(records, headerRoom: TraceFormat.chunkHeaderSize) {
             raw = compressor.output
             stored = n
             lengthWord = UInt32(n) | ChunkCompression.flag

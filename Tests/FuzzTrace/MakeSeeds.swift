@@ -54,7 +54,7 @@ struct MakeSeeds {
         }
         try w.finish(EndRecord(reason: .exited))
 
-        // Compact events in a compressed chunk (and the same plain): frees of recent
+        // Compact events in column chunks, their streams compressed (and the same plain): frees of recent
         // allocations (short and long form), frees and reallocs by slot, two arenas.
         for (name, level) in [("compressed.trace", Int32(1)), ("compact-plain.trace", nil)] as [(String, Int32?)] {
             w = try TraceWriter(path: "\(directory)/\(name)", process: process, compressionLevel: level)

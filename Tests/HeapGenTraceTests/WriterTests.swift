@@ -45,7 +45,7 @@ final class WriterTests: XCTestCase {
         let path = dir.path("b.trace")
         let writer = try TraceWriter(path: path, process: sampleProcess)
         let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
-        XCTAssertEqual(Array(bytes.prefix(16)), Array("HGTRACE".utf8) + [0, 1, 0, 5, 0, 0, 0, 0, 0]) // 1.5: compressed chunks, compact events, `aggregate` (1.4: `referenceGraph`; 1.3: `symbols`; 1.2: `inherited`, `stackTruncated`, end reason `corrupt`, `stacksLost`)
+        XCTAssertEqual(Array(bytes.prefix(16)), Array("HGTRACE".utf8) + [0, 1, 0, 6, 0, 0, 0, 0, 0]) // 1.6: column chunks (1.5: compressed chunks, compact events, `aggregate`; 1.4: `referenceGraph`; 1.3: `symbols`; 1.2: `inherited`, `stackTruncated`, end reason `corrupt`, `stacksLost`)
         XCTAssertEqual(UInt64(bytes.count), writer.bytesWritten)
         var records: [TraceRecord] = []
         XCTAssertThrowsError(try readAll(bytes)) { XCTAssertEqual(($0 as? TraceError)?.kind, .truncated) }
@@ -71,13 +71,17 @@ final class WriterTests: XCTestCase {
         XCTAssertLessThan(writer.pendingBytes, 65_536)
         try writer.finish(EndRecord(reason: .exited, eventCount: 12345))
         XCTAssertEqual(writer.eventCount, 100_002)
-        // Every chunk is at most 64 KiB + one record.
+        // Every chunk holds at most 64 KiB + one record (events: a column chunk, its streams
+        // stored plain; its u32 prefix states their length).
         let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
         var o = 16
         var chunks = 0
         while o < bytes.count {
-            let n = Int(bytes[o]) | Int(bytes[o + 1]) << 8 | Int(bytes[o + 2]) << 16 | Int(bytes[o + 3]) << 24
-            XCTAssertLessThanOrEqual(n, 65_536 + 32)
+            let word = Int(bytes[o]) | Int(bytes[o + 1]) << 8 | Int(bytes[o + 2]) << 16 | Int(bytes[o + 3]) << 24
+            let n = word & 0x7FFF_FFFF
+            let plain = word == n ? n
+                : (Int(bytes[o + 8]) | Int(bytes[o + 9]) << 8 | Int(bytes[o + 10]) << 16 | Int(bytes[o + 11] & 0x7F) << 24)
+            XCTAssertLessThanOrEqual(plain, 65_536 + 32)
             o += 8 + n
             chunks += 1
         }
