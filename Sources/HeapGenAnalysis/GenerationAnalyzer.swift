@@ -341,14 +341,8 @@ public struct GenerationAnalyzer {
     /// A block became live (allocated, or restored by a reallocUndo).
     @inline(__always)
     private mutating func added(_ block: Block) {
-        let s = Int(block.site)
         let size = Int(truncatingIfNeeded: block.size)
-        sites[s].liveObjects &+= 1
-        sites[s].liveBytes &+= size
-        if sites[s].liveBytes > sites[s].peakBytes {
-            sites[s].peakBytes = sites[s].liveBytes
-            sites[s].peakEpoch = epoch
-        }
+        Self.add(size, epoch: epoch, to: &sites[Int(block.site)])  // one access: one uniqueness check
         markDirty(block.site)
         liveBytes &+= size
         if liveBytes > current.peakLiveBytes {
@@ -364,13 +358,27 @@ public struct GenerationAnalyzer {
     /// A block stopped being live (freed, or replaced by a duplicate allocation).
     @inline(__always)
     private mutating func released(_ block: Block) {
-        let s = Int(block.site)
         let size = Int(truncatingIfNeeded: block.size)
-        sites[s].liveObjects &-= 1
-        sites[s].liveBytes &-= size
+        Self.remove(size, from: &sites[Int(block.site)])
         markDirty(block.site)
         liveBytes &-= size
         if block.epoch < candidateLimit { changedSinceCandidate(block, by: 1) }
+    }
+
+    @inline(__always)
+    private static func add(_ size: Int, epoch: UInt32, to site: inout SiteState) {
+        site.liveObjects &+= 1
+        site.liveBytes &+= size
+        if site.liveBytes > site.peakBytes {
+            site.peakBytes = site.liveBytes
+            site.peakEpoch = epoch
+        }
+    }
+
+    @inline(__always)
+    private static func remove(_ size: Int, from site: inout SiteState) {
+        site.liveObjects &-= 1
+        site.liveBytes &-= size
     }
 
     /// A block allocated before the candidate snapshot went (`sign` 1) or came back (-1).

@@ -40,6 +40,28 @@ final class CompactTablesTests: XCTestCase {
         XCTAssertEqual(array.indices.map { array[$0] }, Array(1...n))
     }
 
+    /// Copies are values: writing or appending to one leaves the other as it was, also
+    /// past the chunk table's first growth (16 chunks), and elements with references
+    /// (strings) are released with the last copy.
+    func testChunkedArrayCopiesAreValues() {
+        var a = ChunkedArray<String>()
+        let n = 17 * ChunkedArray<String>.chunkSize + 3
+        for i in 0..<n { a.append(String(i)) }
+        var b = a
+        b[5] = "five"
+        b.append("last")
+        XCTAssertEqual(a[5], "5")
+        XCTAssertEqual(a.count, n)
+        XCTAssertEqual(b[5], "five")
+        XCTAssertEqual(b[n], "last")
+        XCTAssertEqual(b[n - 1], String(n - 1))
+        var c = b
+        c.append("more")   // grows the copy only
+        XCTAssertEqual(b.count, n + 1)
+        XCTAssertEqual(c.count, n + 2)
+        XCTAssertEqual(c[17 * ChunkedArray<String>.chunkSize], String(17 * ChunkedArray<String>.chunkSize))
+    }
+
     /// Enough stacks to grow the table several times; each code path is defined again in
     /// a later module epoch (same frames) and answers its first id.
     func testStackIdentityAcrossTableGrowth() {
