@@ -43,16 +43,23 @@ final class StackFrameStoreTests: XCTestCase {
         XCTAssertNil(store.depth(of: 0))
     }
 
-    /// A trace with 100,000 distinct stacks of 40 frames that share their outer 30: the
-    /// analysis gives every stack's frames back exactly, and counts one site per stack.
-    func testAnalysisKeepsEveryStackOfALargeTrace() throws {
-        let path = NSTemporaryDirectory() + "heapgen-stackstore-\(UUID().uuidString).trace"
-        defer { try? FileManager.default.removeItem(atPath: path) }
+    /// A new trace in the temporary directory of a process whose executable is loaded: its
+    /// path, its writer and the executable's module.
+    private static func appTrace(_ name: String) throws -> (String, TraceWriter, ModuleRecord) {
+        let path = NSTemporaryDirectory() + "heapgen-\(name)-\(UUID().uuidString).trace"
         let exe = ModuleRecord(loadBias: 0x5555_0000_0000, path: "/usr/bin/app", buildID: [1, 2, 3],
                                segments: [.init(vaddr: 0, memsz: 0x1000_0000, flags: 5)])
         let w = try TraceWriter(path: path, process: ProcessRecord(
             pid: 7, ppid: 1, origin: .root, executable: "/usr/bin/app", arguments: ["app"], startUnixNanoseconds: 1))
         w.moduleLoad(exe)
+        return (path, w, exe)
+    }
+
+    /// A trace with 100,000 distinct stacks of 40 frames that share their outer 30: the
+    /// analysis gives every stack's frames back exactly, and counts one site per stack.
+    func testAnalysisKeepsEveryStackOfALargeTrace() throws {
+        let (path, w, exe) = try Self.appTrace("stackstore")
+        defer { try? FileManager.default.removeItem(atPath: path) }
         let outer = (0..<30).map { exe.loadBias + 0x10_0000 + UInt64($0) * 16 }
         func frames(_ s: Int) -> [UInt64] {
             // Ten inner frames from the stack's number, innermost first: all stacks distinct.
@@ -78,13 +85,8 @@ final class StackFrameStoreTests: XCTestCase {
     /// the frames and truncation of every stack it can hand out; the stacks of sites freed
     /// before any mark and never near the top are not kept.
     func testSecondPassGivesTheSameAnalysis() throws {
-        let path = NSTemporaryDirectory() + "heapgen-stackpass-\(UUID().uuidString).trace"
+        let (path, w, exe) = try Self.appTrace("stackpass")
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let exe = ModuleRecord(loadBias: 0x5555_0000_0000, path: "/usr/bin/app", buildID: [1, 2, 3],
-                               segments: [.init(vaddr: 0, memsz: 0x1000_0000, flags: 5)])
-        let w = try TraceWriter(path: path, process: ProcessRecord(
-            pid: 7, ppid: 1, origin: .root, executable: "/usr/bin/app", arguments: ["app"], startUnixNanoseconds: 1))
-        w.moduleLoad(exe)
         func frames(_ s: Int) -> [UInt64] {
             (0..<12).map { exe.loadBias + 0x20_0000 + UInt64((s &* 2_654_435_761 >> $0) & 0xfff) &* 64 + UInt64($0) }
         }

@@ -7,12 +7,7 @@ import XCTest
 /// not fit their records are corrupt with a clear message.
 final class ColumnChunkTests: XCTestCase {
     private func write(level: Int32?, _ body: (TraceWriter) throws -> Void) throws -> [UInt8] {
-        let dir = try TemporaryDirectory()
-        let path = dir.path("c.trace")
-        let writer = try TraceWriter(path: path, process: sampleProcess, compressionLevel: level)
-        try body(writer)
-        try writer.finish(EndRecord(reason: .exited))
-        return try Array(Data(contentsOf: URL(fileURLWithPath: path)))
+        try traceBytes(level: level, end: EndRecord(reason: .exited), body)
     }
 
     /// Values whose varints take 1, 2, … 10 bytes (first byte alone, or with further bytes).

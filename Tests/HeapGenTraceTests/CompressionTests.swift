@@ -7,12 +7,7 @@ import XCTest
 final class CompressionTests: XCTestCase {
     /// Writes `body` with `level` (nil: plain) and returns the file's bytes.
     private func write(level: Int32?, _ body: (TraceWriter) throws -> Void) throws -> [UInt8] {
-        let dir = try TemporaryDirectory()
-        let path = dir.path("c.trace")
-        let writer = try TraceWriter(path: path, process: sampleProcess, compressionLevel: level)
-        try body(writer)
-        try writer.finish(EndRecord(reason: .exited, freeNullCalls: 3))
-        return try Array(Data(contentsOf: URL(fileURLWithPath: path)))
+        try traceBytes(level: level, end: EndRecord(reason: .exited, freeNullCalls: 3), body)
     }
 
     /// (file offset, length word) of every chunk.

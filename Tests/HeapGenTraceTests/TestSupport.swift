@@ -174,3 +174,14 @@ func smallTrace() throws -> [UInt8] {
         w.moduleUnload(loadBias: 0x1000)
     }
 }
+
+/// The bytes of a trace of ``sampleProcess`` written with zstd `level` (nil: plain) by
+/// `body`, finished with `end`.
+func traceBytes(level: Int32?, end: EndRecord, _ body: (TraceWriter) throws -> Void) throws -> [UInt8] {
+    let dir = try TemporaryDirectory()
+    let path = dir.path("c.trace")
+    let writer = try TraceWriter(path: path, process: sampleProcess, compressionLevel: level)
+    try body(writer)
+    try writer.finish(end)
+    return try Array(Data(contentsOf: URL(fileURLWithPath: path)))
+}
