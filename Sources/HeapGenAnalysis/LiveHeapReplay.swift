@@ -73,6 +73,8 @@ public struct LiveHeapReplay {
     /// Gets every record but heap events and stacks: keeps the module map, marks, types,
     /// process and end, so ``ModuleTimeline/module(containing:at:)`` works on its result.
     private var context = GenerationAnalyzer(options: AnalysisOptions(maxSites: 0))
+    /// Keeps every stack's frames (else ``TraceContext/withStacks(_:)`` reads the needed ones again).
+    private let keepingFrames: Bool
     /// Records given to `context`: the "record index" space of its module map.
     private var contextRecords: UInt64 = 0
     private var generation = 0
@@ -84,7 +86,13 @@ public struct LiveHeapReplay {
         var epoch: Int32
     }
 
-    public init() {}
+    /// - Parameter keepingFrames: keep every stack's frames as the trace defines them (what
+    ///   an export of every site needs); false keeps none, and ``TraceContext/withStacks(_:)``
+    ///   reads the few a caller names again from the trace. A test suite's trace defines
+    ///   millions of stacks: 2.4 GB of frames for a diff that names a few thousand.
+    public init(keepingFrames: Bool = true) {
+        self.keepingFrames = keepingFrames
+    }
 
     /// Live blocks now.
     public var liveBlockCount: Int { blocks.count }
@@ -113,8 +121,10 @@ public struct LiveHeapReplay {
             apply(.reallocUndo(address: address))
             return .other
         case let .stack(id, frames):
-            stacks[id] = frames
-            stackPositions[id] = contextRecords
+            if keepingFrames {
+                stacks[id] = frames
+                stackPositions[id] = contextRecords
+            }
             return .other
         case let .mark(label, _, _):
             feedContext(record)
@@ -147,7 +157,7 @@ public struct LiveHeapReplay {
     /// What symbolication and reporting need from the records consumed so far.
     public func finish(trace: String) -> TraceContext {
         TraceContext(trace: trace, analysis: context.finish(), sites: sites, stacks: stacks,
-                     stackPositions: stackPositions)
+                     stackPositions: stackPositions, framesKept: keepingFrames)
     }
 
     // MARK: - Private
@@ -155,6 +165,15 @@ public struct LiveHeapReplay {
     private mutating func feedContext(_ record: TraceRecord) {
         context.consume(record)
         contextRecords &+= 1
+    }
+
+    /// Whether ``consume(_:)`` gives `record` to the context (and so counts it in the
+    /// positions of ``TraceContext/stackPositions``): all but heap events and stacks.
+    static func feedsContext(_ record: TraceRecord) -> Bool {
+        switch record {
+        case .allocation, .free, .reallocUndo, .stack: false
+        default: true
+        }
     }
 
     private mutating func siteOf(_ key: SiteKey) -> Int {
@@ -200,11 +219,47 @@ public struct TraceContext: Sendable {
     public var analysis: Analysis
     /// Sites in the order of the replay (indices of the replay's per-site arrays).
     public var sites: [SiteKey]
-    /// Frames (innermost first) of every stack of the trace.
+    /// Frames (innermost first) of every stack of the trace (of those named to
+    /// ``withStacks(_:)`` when the replay kept none).
     public var stacks: [UInt32: [UInt64]]
     /// Per stack: the position to pass to ``ModuleTimeline/module(containing:at:)`` of
     /// ``analysis`` for its frames.
     public var stackPositions: [UInt32: UInt64]
+
+    /// False when the replay kept no frames (``LiveHeapReplay/init(keepingFrames:)``).
+    var framesKept: Bool
+
+    init(trace: String, analysis: Analysis, sites: [SiteKey], stacks: [UInt32: [UInt64]],
+         stackPositions: [UInt32: UInt64], framesKept: Bool) {
+        self.trace = trace
+        self.analysis = analysis
+        self.sites = sites
+        self.stacks = stacks
+        self.stackPositions = stackPositions
+        self.framesKept = framesKept
+    }
+
+    /// This context with the frames and positions of the stacks `ids`, read again from the
+    /// trace file when the replay kept none (the same records, counted the same way).
+    ///
+    /// - Throws: ``TraceError`` if the trace cannot be read again.
+    public func withStacks(_ ids: [UInt32]) throws -> TraceContext {
+        guard !framesKept else { return self }
+        var needed = IdSet()
+        for id in ids { needed.insert(id) }
+        var found = self
+        found.framesKept = true
+        var reader = try TraceReader(path: trace)
+        var position: UInt64 = 0
+        try reader.forEach { record in
+            if case let .stack(id, frames) = record, needed.contains(id) {
+                found.stacks[id] = frames
+                found.stackPositions[id] = position
+            }
+            if LiveHeapReplay.feedsContext(record) { position &+= 1 }
+        }
+        return found
+    }
 
     /// Every mark of the trace, in order (settle marks included).
     public var marks: [GenerationMark] { analysis.marks }

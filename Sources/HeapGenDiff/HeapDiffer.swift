@@ -38,7 +38,8 @@ public struct HeapDiffer {
     ///   not in the trace or `from` comes after `to`.
     public func diff(trace: String, from: TracePoint, to: TracePoint) throws -> HeapDiff {
         var reader = try TraceReader(path: trace)
-        var replay = LiveHeapReplay()
+        // Frames are read again for the sites the diff names (a second pass).
+        var replay = LiveHeapReplay(keepingFrames: false)
         var fromWatch = TracePointWatcher(from), toWatch = TracePointWatcher(to)
         var before: Capture?
         var after: Capture?
@@ -93,7 +94,7 @@ public struct HeapDiffer {
             rows.append(Row(site: context.sites[s], side: .new, change: change))
             stackIDs.append(context.sites[s].stack)
         }
-        let symbolicated = symbolication.symbolicate(stackIDs, in: context)
+        let symbolicated = symbolication.symbolicate(stackIDs, in: try context.withStacks(stackIDs))
         var entries = Accumulator(depth: depth)
         for row in rows {
             entries.add(row, typeName: context.typeName(row.site.type), stack: symbolicated.stacks[row.site.stack])
@@ -132,7 +133,7 @@ public struct HeapDiffer {
         -> (context: TraceContext, point: ResolvedPoint, sites: [(SiteKey, UInt64, UInt64)],
             stacks: [UInt32: SymbolicatedStack], notes: [String]) {
         var reader = try TraceReader(path: trace)
-        var replay = LiveHeapReplay()
+        var replay = LiveHeapReplay(keepingFrames: false)
         var watch = TracePointWatcher(point)
         var captured: Capture? = point == .start ? Capture() : nil
         try reader.forEach { record in
@@ -140,7 +141,7 @@ public struct HeapDiffer {
             if watch.reached(markIndex: index, label: label) { captured = Capture(replay) }
         }
         if watch.isAtEnd { captured = Capture(replay) }
-        let context = replay.finish(trace: trace)
+        var context = replay.finish(trace: trace)
         let resolved = try watch.resolve(marks: context.marks).mapError { e in
             TracePointError("\(trace): \(e.message)")
         }.get()
@@ -149,6 +150,7 @@ public struct HeapDiffer {
         for s in context.sites.indices where capture.objects(s) > 0 {
             sites.append((context.sites[s], UInt64(clamping: capture.objects(s)), UInt64(clamping: capture.bytes(s))))
         }
+        context = try context.withStacks(sites.map(\.0.stack))
         let symbolicated = symbolication.symbolicate(sites.map(\.0.stack), in: context)
         return (context, resolved, sites, symbolicated.stacks, symbolicated.notes)
     }
