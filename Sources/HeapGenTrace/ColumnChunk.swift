@@ -176,6 +176,15 @@ protocol EventFields {
     mutating func varint(_ field: EventField, _ c: inout ByteCursor) throws(TraceError) -> UInt64
 }
 
+extension EventFields {
+    /// An address delta (zigzag) added, wrapping, to `previous`: ``ByteCursor/delta(from:)``
+    /// for event fields.
+    @inline(__always)
+    mutating func delta(from previous: UInt64, _ c: inout ByteCursor) throws(TraceError) -> UInt64 {
+        previous &+ Varint.unzigzag(try varint(.address, &c))
+    }
+}
+
 /// Fields inline in the records, as in plain chunks.
 struct InlineFields: EventFields {
     @inline(__always)

@@ -74,7 +74,7 @@ struct RecordDecoder {
             switch tag {
             case RecordTag.mallocSlot...(RecordTag.mallocSlot | 7):
                 let slot = Int(tag & 7)
-                let address = slots[slot] &+ Varint.unzigzag(try fields.varint(.address, &c))
+                let address = try fields.delta(from: slots[slot], &c)
                 slots[slot] = address
                 let size = try fields.varint(.size, &c)
                 let stack = try Self.usedID(&fields, &c, "stack id", "stack", in: stacks)
@@ -111,7 +111,7 @@ struct RecordDecoder {
 
             case RecordTag.freeSlot...(RecordTag.freeSlot | 7):
                 let slot = Int(tag & 7)
-                let address = slots[slot] &+ Varint.unzigzag(try fields.varint(.address, &c))
+                let address = try fields.delta(from: slots[slot], &c)
                 slots[slot] = address
                 compact.noteFree(address)
                 events &+= 1
@@ -130,7 +130,7 @@ struct RecordDecoder {
                     throw c.corrupt("bad allocation function and slot byte \(hex(code))", at: start &+ 1)
                 }
                 let slot = Int(code >> 4)
-                let address = slots[slot] &+ Varint.unzigzag(try fields.varint(.address, &c))
+                let address = try fields.delta(from: slots[slot], &c)
                 slots[slot] = address
                 try body(allocation(&c, &fields, function: function, address: address))
 
@@ -138,7 +138,7 @@ struct RecordDecoder {
                 let slotAt = c.position
                 let slot = Int(try c.byte())
                 guard slot < TraceFormat.addressSlots else { throw c.corrupt("address slot \(slot) is not 0…7", at: slotAt) }
-                let address = slots[slot] &+ Varint.unzigzag(try fields.varint(.address, &c))
+                let address = try fields.delta(from: slots[slot], &c)
                 slots[slot] = address
                 if tag == RecordTag.reallocFreeSlot { compact.noteFree(address) }
                 events &+= 1
@@ -149,7 +149,7 @@ struct RecordDecoder {
                 guard let function = AllocationFunction(rawValue: code) else {
                     throw c.corrupt("unknown allocation function \(code)", at: start &+ 1)
                 }
-                let address = previousAddress &+ Varint.unzigzag(try fields.varint(.address, &c))
+                let address = try fields.delta(from: previousAddress, &c)
                 previousAddress = address
                 try body(allocation(&c, &fields, function: function, address: address))
 
@@ -158,14 +158,14 @@ struct RecordDecoder {
                 guard let function = FreeFunction(rawValue: code) else {
                     throw c.corrupt("unknown free function \(code)", at: start &+ 1)
                 }
-                let address = previousAddress &+ Varint.unzigzag(try fields.varint(.address, &c))
+                let address = try fields.delta(from: previousAddress, &c)
                 previousAddress = address
                 compact.noteFree(address)
                 events &+= 1
                 try body(.free(function: function, address: address))
 
             case RecordTag.reallocUndo:
-                let address = previousAddress &+ Varint.unzigzag(try fields.varint(.address, &c))
+                let address = try fields.delta(from: previousAddress, &c)
                 previousAddress = address
                 events &+= 1
                 try body(.reallocUndo(address: address))

@@ -214,7 +214,7 @@ public final class TraceWriter {
         recentSequence[h] = compact.allocations
         compact.noteAllocation(address, size: size)
         events &+= 1
-        if i &+ fields.total >= Self.flushAt { flushPending() }
+        flushIfFull()
     }
 
     /// Appends a free (`free(NULL)` is not recorded: count it in ``EndRecord/freeNullCalls``):
@@ -258,7 +258,7 @@ public final class TraceWriter {
         compact.noteFree(address)
         position = i
         events &+= 1
-        if i &+ fields.total >= Self.flushAt { flushPending() }
+        flushIfFull()
     }
 
     /// Appends a reallocUndo (`0x07`): the realloc that freed `address` failed.
@@ -272,7 +272,7 @@ public final class TraceWriter {
         fields.put(Varint.zigzag(address &- compact.slots[slot]), .address)
         compact.slots[slot] = address
         events &+= 1
-        if position &+ fields.total >= Self.flushAt { flushPending() }
+        flushIfFull()
     }
 
     /// The address slot to delta-encode `address` against: the one whose last address is
@@ -391,7 +391,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.moduleUnload
         position = Varint.put(loadBias, into: p, at: position &+ 1)
-        if position &+ fields.total >= Self.flushAt { flushPending() }
+        flushIfFull()
     }
 
     // MARK: Marks and bookkeeping
@@ -417,7 +417,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.threadStart
         position = Varint.put(UInt64(tid), into: p, at: position &+ 1)
-        if position &+ fields.total >= Self.flushAt { flushPending() }
+        flushIfFull()
     }
 
     /// Appends a `stackTruncated` record: stack `id`, defined just before, was cut at the
@@ -427,7 +427,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.stackTruncated
         position = Varint.put(UInt64(id), into: p, at: position &+ 1)
-        if position &+ fields.total >= Self.flushAt { flushPending() }
+        flushIfFull()
     }
 
     /// Appends a `lost` record: the shim gave up `count` events here.
@@ -436,7 +436,7 @@ public final class TraceWriter {
         let p = buffer
         p[position] = RecordTag.lost
         position = Varint.put(count, into: p, at: position &+ 1)
-        if position &+ fields.total >= Self.flushAt { flushPending() }
+        flushIfFull()
     }
 
     /// Appends `unreachable` records for `addresses` (sorted here; split into records of at
@@ -733,9 +733,15 @@ public final class TraceWriter {
         }
     }
 
+    /// Writes the pending chunk once its records and event fields reach the threshold.
+    @inline(__always)
+    private func flushIfFull() {
+        if pendingBytes >= TraceFormat.flushThreshold { flushPending() }
+    }
+
     /// After a variable-size record: flush at the threshold, and give back a grown buffer.
     private func endLargeRecord() {
-        if position &+ fields.total >= Self.flushAt { flushPending() }
+        flushIfFull()
         if capacity > 4 * Self.defaultCapacity && pendingBytes == 0 {
             buffer.deallocate()
             capacity = Self.defaultCapacity
@@ -756,13 +762,14 @@ public final class TraceWriter {
         var stored = payload
         var lengthWord = UInt32(payload)
         let records = UnsafeRawBufferPointer(start: raw + TraceFormat.chunkHeaderSize, count: payload)
+        let encoded: Int?
         if columns {
             let streams = [records] + (0..<(ColumnChunk.streamCount - 1)).map { fields.stream($0) }
-            let n = compressor.encodeColumns(streams, compress: compressing, headerRoom: TraceFormat.chunkHeaderSize)
-            raw = compressor.output
-            stored = n
-            lengthWord = UInt32(n) | ChunkCompression.flag
-        } else if compressing, let n = compressor.compress(records, headerRoom: TraceFormat.chunkHeaderSize) {
+            encoded = compressor.encodeColumns(streams, compress: compressing, headerRoom: TraceFormat.chunkHeaderSize)
+        } else {
+            encoded = compressing ? compressor.compress(records, headerRoom: TraceFormat.chunkHeaderSize) : nil
+        }
+        if let n = encoded {
             raw = compressor.output
             stored = n
             lengthWord = UInt32(n) | ChunkCompression.flag
