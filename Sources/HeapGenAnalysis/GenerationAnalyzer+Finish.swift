@@ -410,9 +410,14 @@ extension GenerationAnalyzer {
                                               startUnixNanoseconds: 0),
             end: end, notes: notes)
         analysis.regrouping = regrouping
-        // The same stacks whether or not the frames were read in a second pass.
-        let needed = stacksFinishNeeds()
-        analysis.truncatedStacks = truncatedStacks.filter { needed.contains($0.key) }
+        // The same stacks whether or not the frames were read in a second pass (which kept
+        // those of stacksFinishNeeds() only).
+        if framesDropped || truncatedStacks.isEmpty {
+            analysis.truncatedStacks = truncatedStacks
+        } else {
+            let needed = stacksFinishNeeds()
+            analysis.truncatedStacks = truncatedStacks.filter { needed.contains($0.key) }
+        }
         analysis.programSuppressions = programSuppressions
         // The graph of the final snapshot: the last one taken at or before it; else the
         // first one after it (e.g. `--retention` at exit when the snapshot is the last mark),

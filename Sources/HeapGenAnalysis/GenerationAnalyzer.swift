@@ -452,21 +452,18 @@ public struct GenerationAnalyzer {
 
     @inline(__always)
     private mutating func siteIndex(stack: UInt32, type: UInt32) -> UInt32 {
-        let first = stackSites[stack]
-        if first != 0 && sites[Int(first &- 1)].type == type { return first &- 1 }
-        return newOrKnownSite(stack: stack, type: type, first: first)
+        site(stack: stack, type: type) ?? newSite(stack: stack, type: type)
     }
 
-    private mutating func newOrKnownSite(stack: UInt32, type: UInt32, first: UInt32) -> UInt32 {
-        let key = UInt64(stack) << 32 | UInt64(type)
-        if first != 0, let site = siteByKey[key] { return site }
+    /// A site for (`stack`, `type`), which has none yet.
+    private mutating func newSite(stack: UInt32, type: UInt32) -> UInt32 {
         let site = UInt32(sites.count)
         sites.append(SiteState(stack: stack, type: type))
         if sites.count > dirtyBits.count << 6 { dirtyBits.append(0) }
-        if first == 0 {
+        if stackSites[stack] == 0 {
             stackSites.insert(stack, site &+ 1)
         } else {
-            siteByKey[key] = site
+            siteByKey[UInt64(stack) << 32 | UInt64(type)] = site
         }
         return site
     }
@@ -480,6 +477,7 @@ public struct GenerationAnalyzer {
     }
 
     /// The site of (`stack`, `type`), if any allocation had it.
+    @inline(__always)
     func site(stack: UInt32, type: UInt32) -> UInt32? {
         let first = stackSites[stack]
         if first == 0 { return nil }
