@@ -4,22 +4,29 @@
 ///
 /// Trace stack ids come in dense runs (the collector numbers the stacks of later arena
 /// epochs consecutively, from 2^24), but any id is valid. Ids are kept in pages of
-/// ``pageSize`` slots, 4 bytes an id, as long as the pages hold at least one id per
-/// ``minimumFill`` slots on average; ids that would make a sparse page go to a
-/// dictionary (~20 bytes an id) instead. A dictionary for all 3.8 M stacks of a test
-/// suite's trace cost 150 MB; the pages cost 15 MB.
+/// ``pageSize`` slots, 4 bytes an id, as long as the pages number at most one slot per
+/// ``minimumFill`` ids of the map (paged or not) plus one page; ids that would make a
+/// page beyond that go to a dictionary (~20 bytes an id) instead. A dictionary for all
+/// 3.8 M stacks of a test suite's trace cost 150 MB; the pages cost 15 MB.
+///
+/// The bound counts the dictionary's ids too: counting only the paged ones, the sparse
+/// epoch-0 ids that come first (100 k refs over 2 M) sent every later id to the
+/// dictionary as well (67 MB on that trace).
 struct IdMap {
     static let pageBits = 12
     static var pageSize: Int { 1 << pageBits }
-    /// A new page is made only while the pages hold at least one id per this many slots.
+    /// A new page is made only while the pages have at most this many slots per id of the map.
     static let minimumFill = 4
 
     /// Pages by `id >> pageBits`; an empty array: no page.
     private var pages: [[UInt32]] = []
     private var pageCount = 0
-    /// Ids in the pages.
-    private var paged = 0
+    /// Ids in the map.
+    private var count = 0
     private var others: [UInt32: UInt32] = [:]
+
+    /// Ids kept in the dictionary, not in pages.
+    var unpagedCount: Int { others.count }
 
     /// The value of `id`, 0 if none.
     @inline(__always)
@@ -37,14 +44,14 @@ struct IdMap {
         precondition(value != 0)
         let p = Int(id &>> UInt32(Self.pageBits))
         let hasPage = p < pages.count && !pages[p].isEmpty
-        if hasPage || (pageCount + 1) * Self.pageSize <= Self.minimumFill * (paged + 1) + Self.pageSize {
+        count += 1
+        if hasPage || (pageCount + 1) * Self.pageSize <= Self.minimumFill * count + Self.pageSize {
             if p >= pages.count { pages.append(contentsOf: repeatElement([], count: p + 1 - pages.count)) }
             if !hasPage {
                 pages[p] = [UInt32](repeating: 0, count: Self.pageSize)
                 pageCount += 1
             }
             pages[p][Int(id) & (Self.pageSize - 1)] = value
-            paged += 1
         } else {
             others[id] = value
         }

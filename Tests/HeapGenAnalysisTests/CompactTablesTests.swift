@@ -31,6 +31,30 @@ final class CompactTablesTests: XCTestCase {
         }
     }
 
+    /// The shape of a test suite's trace: sparse epoch-0 refs first (about one per 20
+    /// slots), then a dense run of later-epoch ids from 2^24. The dense run goes to pages
+    /// even though the pages made for the sparse ids are nearly empty.
+    func testIdMapPagesADenseRunAfterSparseIds() {
+        var map = IdMap()
+        var value: UInt32 = 0
+        for id in stride(from: UInt32(10), to: 1 << 21, by: 20) {
+            value += 1
+            map.insert(id, value)
+        }
+        let sparse = Int(value)
+        let dense = 300_000
+        for id in UInt32(1 << 24)..<UInt32(1 << 24 + dense) {
+            value += 1
+            map.insert(id, value)
+        }
+        XCTAssertLessThanOrEqual(map.unpagedCount, sparse + IdMap.pageSize, "the dense run is paged (but for its first ids)")
+        XCTAssertEqual(map[10], 1)
+        XCTAssertEqual(map[UInt32(1 << 24)], UInt32(sparse + 1))
+        XCTAssertEqual(map[UInt32(1 << 24 + dense - 1)], value)
+        XCTAssertEqual(map[UInt32(1 << 24 + dense)], 0)
+        XCTAssertEqual(map[11], 0)
+    }
+
     func testChunkedArrayAcrossChunks() {
         var array = ChunkedArray<Int>()
         let n = 3 * ChunkedArray<Int>.chunkSize + 5
