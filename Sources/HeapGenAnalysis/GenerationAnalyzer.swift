@@ -45,7 +45,7 @@ public struct GenerationAnalyzer {
     var table = LiveHeap<Block>()
 
     // Sites.
-    var sites = ChunkedArray<SiteState>()
+    var sites = SiteTable()
     /// Per site with a point: (mark, live objects, live bytes) whenever they changed at a
     /// mark. Most sites of a test suite are never live at a mark: a dictionary, not an
     /// empty array for each (8 bytes a site).
@@ -297,8 +297,7 @@ public struct GenerationAnalyzer {
             totals.allocatedBytes &+= size
             current.allocations &+= 1
             current.allocatedBytes &+= size
-            sites[Int(site)].allocations &+= 1
-            sites[Int(site)].allocatedBytes &+= size
+            sites.allocated(Int(site), size: size)
         }
         let block = Block(size: size, site: site, epoch: epoch)
         // A block allocated after the leak scan is not the one the scan judged.
@@ -342,7 +341,7 @@ public struct GenerationAnalyzer {
     @inline(__always)
     private mutating func added(_ block: Block) {
         let size = Int(truncatingIfNeeded: block.size)
-        Self.add(size, epoch: epoch, to: &sites[Int(block.site)])  // one access: one uniqueness check
+        sites.add(Int(block.site), size: block.size, epoch: epoch)
         markDirty(block.site)
         liveBytes &+= size
         if liveBytes > current.peakLiveBytes {
@@ -359,26 +358,10 @@ public struct GenerationAnalyzer {
     @inline(__always)
     private mutating func released(_ block: Block) {
         let size = Int(truncatingIfNeeded: block.size)
-        Self.remove(size, from: &sites[Int(block.site)])
+        sites.remove(Int(block.site), size: block.size)
         markDirty(block.site)
         liveBytes &-= size
         if block.epoch < candidateLimit { changedSinceCandidate(block, by: 1) }
-    }
-
-    @inline(__always)
-    private static func add(_ size: Int, epoch: UInt32, to site: inout SiteState) {
-        site.liveObjects &+= 1
-        site.liveBytes &+= size
-        if site.liveBytes > site.peakBytes {
-            site.peakBytes = site.liveBytes
-            site.peakEpoch = epoch
-        }
-    }
-
-    @inline(__always)
-    private static func remove(_ size: Int, from site: inout SiteState) {
-        site.liveObjects &-= 1
-        site.liveBytes &-= size
     }
 
     /// A block allocated before the candidate snapshot went (`sign` 1) or came back (-1).
@@ -458,7 +441,7 @@ public struct GenerationAnalyzer {
     /// A site for (`stack`, `type`), which has none yet.
     private mutating func newSite(stack: UInt32, type: UInt32) -> UInt32 {
         let site = UInt32(sites.count)
-        sites.append(SiteState(stack: stack, type: type))
+        sites.append(stack: stack, type: type)
         if sites.count > dirtyBits.count << 6 { dirtyBits.append(0) }
         if stackSites[stack] == 0 {
             stackSites.insert(stack, site &+ 1)
@@ -481,7 +464,7 @@ public struct GenerationAnalyzer {
     func site(stack: UInt32, type: UInt32) -> UInt32? {
         let first = stackSites[stack]
         if first == 0 { return nil }
-        if sites[Int(first &- 1)].type == type { return first &- 1 }
+        if sites.type(Int(first &- 1)) == type { return first &- 1 }
         return siteByKey[UInt64(stack) << 32 | UInt64(type)]
     }
 }
@@ -544,22 +527,4 @@ struct EpochCounts {
     var frees: UInt64 = 0
     var allocatedBytes: UInt64 = 0
     var peakLiveBytes = 0
-}
-
-/// Running state of one site (48 bytes: there is one per site, 3.9 M on a test suite).
-struct SiteState {
-    var stack: UInt32
-    var type: UInt32
-    /// Live blocks. 32 bits: 2^32 live blocks of one site would take 128 GB of heap.
-    var liveObjects: UInt32 = 0
-    var peakEpoch: UInt32 = 0
-    var liveBytes = 0
-    var peakBytes = 0
-    var allocations: UInt64 = 0
-    var allocatedBytes: UInt64 = 0
-
-    init(stack: UInt32, type: UInt32) {
-        self.stack = stack
-        self.type = type
-    }
 }
