@@ -24,17 +24,33 @@ extension GenerationAnalyzer {
     /// (``framesDropped``): reads `reader` again from the start and keeps the definitions
     /// of ``stacksFinishNeeds()`` only, at the record positions the first pass counted (one
     /// a record), and their `stackTruncated` records.
-    mutating func defineNeededStacks(_ reader: inout TraceReader) throws {
+    ///
+    /// Checks the stack aliases on the way (the exact keys of the stacks they name, against
+    /// the same module records): returns the wrong ones, which the compact identity answered
+    /// for two different stacks (see ``StackIdentity``).
+    mutating func defineNeededStacks(_ reader: inout TraceReader) throws -> [UInt32: UInt32] {
         let needed = stacksFinishNeeds()
+        var aliased = IdSet()
+        for (id, first) in stackAlias {
+            aliased.insert(id)
+            aliased.insert(first)
+        }
+        let checking = !stackAlias.isEmpty
+        var check = StackIdentity()
         var store = StackFrameStore()
         var truncated: [UInt32: Int] = [:]
         var index: UInt64 = 0
         try reader.forEach { record in
             switch record {
-            case let .stack(id, frames) where needed.contains(id):
-                store.define(id, frames: frames, record: index)
+            case let .stack(id, frames):
+                if needed.contains(id) { store.define(id, frames: frames, record: index) }
+                if aliased.contains(id) { check.check(id, frames: frames) }
             case let .stackTruncated(id) where needed.contains(id):
                 truncated[id] = store.depth(of: id) ?? 0
+            case let .moduleLoad(module) where checking:
+                check.load(module)
+            case let .moduleUnload(loadBias) where checking:
+                check.unload(loadBias: loadBias)
             default:
                 break
             }
@@ -42,6 +58,7 @@ extension GenerationAnalyzer {
         }
         stackFrames = store
         truncatedStacks = truncated
+        return StackIdentity.wrongAliases(stackAlias, check: check)
     }
 
     /// The `limit` sites with the highest peak bytes (ties: the lowest site index first),

@@ -150,10 +150,34 @@ public struct GenerationAnalyzer {
 
     /// ``analyze(path:options:)`` that keeps frames only up to `frameNodeLimit` prefix-tree
     /// nodes during the first pass (see ``defaultFrameNodeLimit``).
-    static func analyze(path: String, options: AnalysisOptions, frameNodeLimit: Int) throws -> Analysis {
-        var reader = try TraceReader(path: path)
-        var analyzer = GenerationAnalyzer(options: options)
-        analyzer.frameNodeLimit = frameNodeLimit
+    ///
+    /// Once the frames are dropped the stack identity is compact too (see ``StackIdentity``):
+    /// the second pass checks its answers, and a wrong one (two different stacks with one
+    /// 64-bit key: ~2^32 distinct stacks make one likely) makes the trace read again with
+    /// it refused. `fingerprintMask`: tests only.
+    static func analyze(path: String, options: AnalysisOptions, frameNodeLimit: Int,
+                        fingerprintMask: UInt32 = .max) throws -> Analysis {
+        var refused: Set<UInt64> = []
+        while true {
+            var reader = try TraceReader(path: path)
+            var analyzer = GenerationAnalyzer(options: options)
+            analyzer.frameNodeLimit = frameNodeLimit
+            analyzer.stackIdentity.refused = refused
+            analyzer.stackIdentity.fingerprintMask = fingerprintMask
+            try analyzer.firstPass(&reader)
+            if analyzer.framesDropped {
+                let wrong = try analyzer.defineNeededStacks(&reader)
+                if !wrong.isEmpty {
+                    refused.formUnion(wrong.map { UInt64($0.key) << 32 | UInt64($0.value) })
+                    continue
+                }
+            }
+            return analyzer.finish()
+        }
+    }
+
+    /// Reads every record of `reader` into the analyzer.
+    private mutating func firstPass(_ reader: inout TraceReader) throws {
         var batch = EventBatch()
         try reader.forEach { record in
             switch record {
@@ -165,14 +189,12 @@ public struct GenerationAnalyzer {
             case let .reallocUndo(address):
                 batch.append(HeapEvent(kind: .reallocUndo, address: address))
             default:
-                analyzer.consume(&batch)
-                analyzer.consume(record)
+                consume(&batch)
+                consume(record)
             }
-            if batch.isFull { analyzer.consume(&batch) }
+            if batch.isFull { consume(&batch) }
         }
-        analyzer.consume(&batch)
-        if analyzer.framesDropped { try analyzer.defineNeededStacks(&reader) }
-        return analyzer.finish()
+        consume(&batch)
     }
 
     /// Takes the buffered heap events, in order, and empties `batch`.
@@ -221,6 +243,7 @@ public struct GenerationAnalyzer {
                     stackFrames = StackFrameStore()
                     truncatedStacks = [:]
                     framesDropped = true
+                    stackIdentity.compact()
                 }
             }
             let first = stackIdentity.canonical(id, frames: frames)

@@ -24,6 +24,13 @@ import HeapGenTrace
 /// swift-argument-parser's tests. Two
 /// different stacks with one key would count as one code path; with 128 bits of two
 /// independent hash chains that takes ~2^64 distinct stacks, far beyond any trace.
+///
+/// ``compact()`` keeps 64 bits of each key from then on: 32 by stack id (an ``IdMap``),
+/// 32 with the id in the table's slots; ~13 bytes a stack, not 28 (108 → ~50 MB on that
+/// trace). Answers are then candidates: the caller checks them (``checkAliases(_:)``,
+/// the same exact keys computed again in a second read of the trace) and reads the trace
+/// again with the wrong ones ``refused``. Two different stacks with one 64-bit key take
+/// ~2^32 distinct stacks to be likely.
 struct StackIdentity {
     /// Modules mapped now, oldest first, with their interned identity.
     private var loaded: [(module: ModuleRecord, identity: UInt64)] = []
@@ -37,6 +44,19 @@ struct StackIdentity {
     private var slots: [UInt32] = []
     /// Per address: its (identity, offset) under the current module map.
     private var memo: [UInt64: (identity: UInt64, offset: UInt64)] = [:]
+
+    /// Once ``compact()`` ran: the ``fingerprint(_:)`` of the key's `a` by stack id (its low
+    /// bits place the stack) and open addressing with `b`'s fingerprint and the id in each
+    /// slot (`b << 32 | id`, 0 = empty); at most 15/16 full (so that the 3.8 M stacks of
+    /// the suite trace take 2^22 slots, 32 MB, not 2^23; probes are sequential).
+    private(set) var isCompact = false
+    private var fingerprintsA = IdMap()
+    private var compactSlots: [UInt64] = []
+    private var compactCount = 0
+    /// (id << 32 | first) pairs a compact identity must not answer: found different.
+    var refused: Set<UInt64> = []
+    /// Keeps only `mask`'s bits of the compact halves (tests: collisions on purpose).
+    var fingerprintMask: UInt32 = .max
 
     /// Two independent 64-bit hashes of a stack's (module identity, offset) frames.
     private struct Key: Hashable {
@@ -84,6 +104,7 @@ struct StackIdentity {
             b = Self.mixB(b &+ place.offset)
         }
         let key = Key(a: a, b: b)
+        if isCompact { return compactCanonical(id, key) }
         if (keys.count + 1) * 2 > slots.count { grow() }
         let mask = slots.count - 1
         var i = Int(truncatingIfNeeded: key.a) & mask
@@ -107,6 +128,85 @@ struct StackIdentity {
             while slots[i] != 0 { i = (i + 1) & mask }
             slots[i] = UInt32(n + 1)
         }
+    }
+
+    /// Keeps 64 bits of every key from now on (see the type's notes); aliases answered
+    /// before stay exact.
+    mutating func compact() {
+        guard !isCompact else { return }
+        isCompact = true
+        for n in keys.indices {
+            let id = firsts[n]
+            guard id != 0, fingerprintsA[id] == 0 else { continue }
+            insertCompact(id, a: fingerprint(keys[n].a), b: fingerprint(keys[n].b))
+        }
+        keys = ChunkedArray()
+        firsts = ChunkedArray()
+        slots = []
+    }
+
+    /// The low 32 bits of a key's half (masked), 1 for 0: an ``IdMap`` value is not 0.
+    private func fingerprint(_ half: UInt64) -> UInt32 {
+        let f = UInt32(truncatingIfNeeded: half) & fingerprintMask
+        return f == 0 ? 1 : f
+    }
+
+    private mutating func compactCanonical(_ id: UInt32, _ key: Key) -> UInt32 {
+        let a = fingerprint(key.a), b = fingerprint(key.b)
+        if (compactCount + 1) * 16 > compactSlots.count * 15 { growCompact() }
+        let mask = compactSlots.count - 1
+        var i = Int(a) & mask
+        while compactSlots[i] != 0 {
+            let slot = compactSlots[i]
+            let other = UInt32(truncatingIfNeeded: slot)
+            if UInt32(truncatingIfNeeded: slot >> 32) == b && fingerprintsA[other] == a
+                && !refused.contains(UInt64(id) << 32 | UInt64(other)) {
+                return other
+            }
+            i = (i + 1) & mask
+        }
+        // Id 0 marks an empty slot; an id defined again with other frames keeps its first
+        // key. Either is only a stack that later ones do not find.
+        if id != 0 && fingerprintsA[id] == 0 { insertCompact(id, a: a, b: b) }
+        return id
+    }
+
+    private mutating func insertCompact(_ id: UInt32, a: UInt32, b: UInt32) {
+        if (compactCount + 1) * 16 > compactSlots.count * 15 { growCompact() }
+        fingerprintsA.insert(id, a)
+        place(UInt64(b) << 32 | UInt64(id), a: a)
+        compactCount += 1
+    }
+
+    private mutating func place(_ slot: UInt64, a: UInt32) {
+        let mask = compactSlots.count - 1
+        var i = Int(a) & mask
+        while compactSlots[i] != 0 { i = (i + 1) & mask }
+        compactSlots[i] = slot
+    }
+
+    private mutating func growCompact() {
+        let old = compactSlots
+        compactSlots = [UInt64](repeating: 0, count: max(1024, old.count * 2))
+        for slot in old where slot != 0 {
+            place(slot, a: fingerprintsA[UInt32(truncatingIfNeeded: slot)])
+        }
+    }
+
+    /// The aliases (stack id → first id) a compact identity answered whose keys differ:
+    /// `check` must have been given the same module records as this one, and the
+    /// definitions of every stack `aliases` names (their ids and firsts), in trace order.
+    static func wrongAliases(_ aliases: [UInt32: UInt32], check: StackIdentity) -> [UInt32: UInt32] {
+        aliases.filter { check.checkedFirsts[$0.key] != $0.value }
+    }
+
+    /// For ``wrongAliases(aliases:check:)``: the exact answers for the stacks defined.
+    private(set) var checkedFirsts: [UInt32: UInt32] = [:]
+
+    /// Defines stack `id` for a check: records its exact first (among the stacks defined
+    /// to this identity).
+    mutating func check(_ id: UInt32, frames: [UInt64]) {
+        checkedFirsts[id] = canonical(id, frames: frames)
     }
 
     /// splitmix64's finalizer.
