@@ -184,6 +184,7 @@ extension GenerationAnalyzer {
         // The same sites as stacksFinishNeeds(), whose frames a second pass may have read.
         kept.formUnion(sitesWithHighestPeaks(limitSites))
 
+        let stackOf = siteStacks()
         // Sites: curves, verdicts, findings, type rollups. What regrouping needs is kept for
         // the candidates only, what the kept sites need for them only: per-site arrays of
         // every site cost 220 MB on a test suite's 3.9 M sites, nearly all of them neither.
@@ -214,7 +215,7 @@ extension GenerationAnalyzer {
             if curve.snapshotObjects != 0 || curve.snapshotBytes != 0 || (unreachable != nil && site.liveObjects > 0)
                 || curve.isNonzeroAtSomeMark || !touched.isEmpty {
                 let slot = regrouping.stacks.count
-                regrouping.stacks.append(site.stack)
+                regrouping.stacks.append(stackOf[s])
                 regrouping.types.append(site.type)
                 regrouping.series.append(points)
                 regrouping.snapshot.append(snapshotLive)
@@ -224,7 +225,7 @@ extension GenerationAnalyzer {
                     if let scoped = scopeSurvivors[k][s] { regrouping.scopeSurvivors[k][slot] = scoped }
                 }
                 if let owners = ownerSites[s] {
-                    regrouping.owners[slot] = Set(owners.map { SiteID(stackID: sites[$0].stack, typeID: sites[$0].type) })
+                    regrouping.owners[slot] = Set(owners.map { SiteID(stackID: stackOf[$0], typeID: sites[$0].type) })
                 }
                 if unreachable != nil {
                     regrouping.unreachable.append(unreachableObjects[s])
@@ -241,7 +242,7 @@ extension GenerationAnalyzer {
                 let verdict = Classifier.judge(scopeCurve, options: scopeOptions)
                 guard let kind = verdict.kind else { continue }
                 let totals = SiteTotals(survivors: scopeSurvivors[k][s] ?? ObjectsAndBytes(), exit: exit)
-                var finding = Finding(kind: kind, stackID: site.stack, typeID: site.type,
+                var finding = Finding(kind: kind, stackID: stackOf[s], typeID: site.type,
                                       typeName: typeNames[site.type], verdict: verdict, curve: scopeCurve,
                                       totals: totals)
                 finding.scope = scopes[k].title
@@ -255,10 +256,10 @@ extension GenerationAnalyzer {
                                     unreachableBytes: unreachable == nil ? 0 : unreachableBytes[s],
                                     indirectObjects: unreachable == nil ? 0 : indirectObjects[s],
                                     indirectBytes: unreachable == nil ? 0 : indirectBytes[s],
-                                    owners: Set((ownerSites[s] ?? []).map { SiteID(stackID: sites[$0].stack, typeID: sites[$0].type) }))
+                                    owners: Set((ownerSites[s] ?? []).map { SiteID(stackID: stackOf[$0], typeID: sites[$0].type) }))
             if let kind = Classifier.kind(verdict, totals: totals, leakClassification: unreachable != nil) {
                 behavior = AllocationSite.Behavior(rawValue: kind.rawValue)!
-                findings.append(Finding(kind: kind, stackID: site.stack, typeID: site.type,
+                findings.append(Finding(kind: kind, stackID: stackOf[s], typeID: site.type,
                                         typeName: typeNames[site.type], verdict: verdict, curve: curve,
                                         totals: totals))
                 kept.insert(s)
@@ -317,7 +318,7 @@ extension GenerationAnalyzer {
         var keptSites: [AllocationSite] = kept.map { s in
             let site = sites[s]
             return AllocationSite(
-                stackID: site.stack, typeID: site.type, typeName: typeNames[site.type],
+                stackID: stackOf[s], typeID: site.type, typeName: typeNames[site.type],
                 allocations: site.allocations, allocatedBytes: site.allocatedBytes,
                 liveAtMarks: (series[UInt32(s)] ?? []).map {
                     AllocationSite.Point(mark: Int($0.mark), objects: UInt64(clamping: $0.objects),

@@ -9,11 +9,12 @@ extension GenerationAnalyzer {
     /// peaks, and of the blocks of the reference graphs.
     func stacksFinishNeeds() -> IdSet {
         var needed = IdSet()
+        let stackOf = siteStacks()
         for s in sites.indices where sites[s].liveObjects != 0 || sites[s].liveBytes != 0 {
-            needed.insert(sites[s].stack)
+            needed.insert(stackOf[s])
         }
-        for s in series.keys { needed.insert(sites[Int(s)].stack) }
-        for s in sitesWithHighestPeaks(max(0, options.maxSites)) { needed.insert(sites[s].stack) }
+        for s in series.keys { needed.insert(stackOf[Int(s)]) }
+        for s in sitesWithHighestPeaks(max(0, options.maxSites)) { needed.insert(stackOf[s]) }
         for graph in graphs {
             for stack in graph.stacks where stack != RetentionGraph.unknown { needed.insert(stack) }
         }

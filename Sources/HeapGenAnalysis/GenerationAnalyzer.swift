@@ -165,6 +165,7 @@ public struct GenerationAnalyzer {
             analyzer.stackIdentity.refused = refused
             analyzer.stackIdentity.fingerprintMask = fingerprintMask
             try analyzer.firstPass(&reader)
+            analyzer.stackIdentity = StackIdentity()  // not needed again: its memory for finish()
             if analyzer.framesDropped {
                 let wrong = try analyzer.defineNeededStacks(&reader)
                 if !wrong.isEmpty {
@@ -287,11 +288,11 @@ public struct GenerationAnalyzer {
         var types = [UInt32](repeating: 0, count: n)
         var epochs = [UInt32](repeating: UInt32.max, count: n)
         var sizes = [UInt64](repeating: 0, count: n)
+        let stackOf = record.blocks.isEmpty ? [] : siteStacks()
         for (i, address) in record.blocks.enumerated() {
             guard let block = table.lookup(address) else { continue }
-            let site = sites[Int(block.site)]
-            stacks[i] = site.stack
-            types[i] = site.type
+            stacks[i] = stackOf[Int(block.site)]
+            types[i] = sites.type(Int(block.site))
             epochs[i] = block.epoch
             sizes[i] = block.size
         }
@@ -464,7 +465,7 @@ public struct GenerationAnalyzer {
     /// A site for (`stack`, `type`), which has none yet.
     private mutating func newSite(stack: UInt32, type: UInt32) -> UInt32 {
         let site = UInt32(sites.count)
-        sites.append(stack: stack, type: type)
+        sites.append(type: type)
         if sites.count > dirtyBits.count << 6 { dirtyBits.append(0) }
         if stackSites[stack] == 0 {
             stackSites.insert(stack, site &+ 1)
@@ -480,6 +481,15 @@ public struct GenerationAnalyzer {
         let w = Int(site &>> 6), bit: UInt64 = 1 &<< UInt64(site & 63)
         if dirtyBits[w] == 0 { dirtyWords.append(UInt32(w)) }
         dirtyBits[w] |= bit
+    }
+
+    /// Each site's stack, by site index (the map from stacks to sites turned around: the
+    /// sites keep no stack, 4 bytes a site).
+    func siteStacks() -> [UInt32] {
+        var stacks = [UInt32](repeating: 0, count: sites.count)
+        stackSites.forEach { stack, site in stacks[Int(site &- 1)] = stack }
+        for (key, site) in siteByKey { stacks[Int(site)] = UInt32(truncatingIfNeeded: key >> 32) }
+        return stacks
     }
 
     /// The site of (`stack`, `type`), if any allocation had it.

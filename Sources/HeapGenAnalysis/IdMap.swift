@@ -39,6 +39,14 @@ struct IdMap {
         return others[id] ?? 0
     }
 
+    /// Calls `body` with every id and its value, in no particular order.
+    func forEach(_ body: (UInt32, UInt32) -> Void) {
+        for (p, page) in pages.enumerated() where !page.isEmpty {
+            for (i, value) in page.enumerated() where value != 0 { body(UInt32(p << Self.pageBits | i), value) }
+        }
+        for (id, value) in others { body(id, value) }
+    }
+
     /// Sets the value of `id`, which has none yet, to `value` (nonzero).
     mutating func insert(_ id: UInt32, _ value: UInt32) {
         precondition(value != 0)

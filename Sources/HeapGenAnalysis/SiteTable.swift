@@ -1,11 +1,13 @@
-// The running state of every allocation site, 28 bytes a site.
+// The running state of every allocation site, 24 bytes a site.
 
 /// Counters of every site of a ``GenerationAnalyzer``, by dense site index.
 ///
 /// A test suite's trace has millions of sites (3.8 M for swift-argument-parser's tests),
 /// nearly all of which allocate a few small blocks: a site is kept in 32-bit fields
-/// (``Compact``, 28 bytes) while its counters fit, and moved to a full record (``Wide``)
+/// (``Compact``, 24 bytes) while its counters fit, and moved to a full record (``Wide``)
 /// the first time one would not. The 48-byte record of every site cost 180 MB there.
+/// A site's stack is not kept: the analyzer maps stacks to sites, and turns that map
+/// around when it needs the other way (``GenerationAnalyzer/siteStacks()``).
 ///
 /// Each site's peak epoch is kept apart, and only once a peak came in an epoch other
 /// than 0: a trace without marks (a test suite's) never needs one.
@@ -16,7 +18,6 @@ struct SiteTable {
     /// A site whose counters all fit in 32 bits, or a wide one (``allocations`` is
     /// ``wideMark``, ``liveBytes`` its index in ``wide``).
     struct Compact {
-        var stack: UInt32
         var type: UInt32
         /// Live blocks (32 bits also when wide: 2^32 live blocks would take 128 GB of heap).
         var liveObjects: UInt32 = 0
@@ -48,9 +49,9 @@ struct SiteTable {
     /// Sites moved to a full record.
     var wideCount: Int { wide.count }
 
-    /// A new site of (`stack`, `type`), with no blocks; its index is the count before.
-    mutating func append(stack: UInt32, type: UInt32) {
-        compact.append(Compact(stack: stack, type: type))
+    /// A new site of `type`, with no blocks; its index is the count before.
+    mutating func append(type: UInt32) {
+        compact.append(Compact(type: type))
         if tracksPeakEpochs { peakEpochs.append(0) }
     }
 
@@ -60,7 +61,7 @@ struct SiteTable {
     /// Every counter of site `s`.
     subscript(s: Int) -> SiteState {
         let c = compact[s]
-        var state = SiteState(stack: c.stack, type: c.type)
+        var state = SiteState(type: c.type)
         state.liveObjects = c.liveObjects
         state.peakEpoch = tracksPeakEpochs ? peakEpochs[s] : 0
         if c.allocations == Self.wideMark {
@@ -173,7 +174,6 @@ struct SiteTable {
 
 /// Every counter of one site, as ``SiteTable`` reads it.
 struct SiteState {
-    var stack: UInt32
     var type: UInt32
     /// Live blocks. 32 bits: 2^32 live blocks of one site would take 128 GB of heap.
     var liveObjects: UInt32 = 0
@@ -183,8 +183,7 @@ struct SiteState {
     var allocations: UInt64 = 0
     var allocatedBytes: UInt64 = 0
 
-    init(stack: UInt32, type: UInt32) {
-        self.stack = stack
+    init(type: UInt32) {
         self.type = type
     }
 }

@@ -25,6 +25,12 @@ final class CompactTablesTests: XCTestCase {
         for id in UInt32(1 << 24)..<UInt32(1 << 24) + 50_000 { insert(id) }
         for id in scattered.prefix(100) { insert(id ^ 1) }
         for (id, value) in reference { XCTAssertEqual(map[id], value, "id \(id)") }
+        var listed: [UInt32: UInt32] = [:]
+        map.forEach { id, value in
+            XCTAssertNil(listed[id], "id \(id) listed twice")
+            listed[id] = value
+        }
+        XCTAssertEqual(listed, reference)
         for _ in 0..<10_000 {
             let id = UInt32(truncatingIfNeeded: rng.next())
             XCTAssertEqual(map[id], reference[id] ?? 0, "id \(id)")

@@ -15,12 +15,11 @@ final class SiteTableTests: XCTestCase {
         var live: [UInt64] = []
     }
 
-    private func check(_ table: SiteTable, _ reference: [Reference], _ stacks: [UInt32],
+    private func check(_ table: SiteTable, _ reference: [Reference],
                        file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertEqual(table.count, reference.count, file: file, line: line)
         for s in reference.indices {
             let state = table[s], r = reference[s]
-            XCTAssertEqual(state.stack, stacks[s], "site \(s)", file: file, line: line)
             XCTAssertEqual(state.type, UInt32(s % 3), "site \(s)", file: file, line: line)
             XCTAssertEqual(table.type(s), UInt32(s % 3), "site \(s)", file: file, line: line)
             XCTAssertEqual(state.liveObjects, r.liveObjects, "site \(s)", file: file, line: line)
@@ -38,15 +37,12 @@ final class SiteTableTests: XCTestCase {
         var rng = SplitMix64(state: 5)
         var table = SiteTable()
         var reference: [Reference] = []
-        var stacks: [UInt32] = []
         var epoch: UInt32 = 0
         for step in 0..<200_000 {
             if step % 50_000 == 49_999 { epoch += 1 }
             if reference.isEmpty || rng.next() % 50 == 0 {
-                let stack = UInt32(truncatingIfNeeded: rng.next()) | 1 << 24
-                table.append(stack: stack, type: UInt32(reference.count % 3))
+                table.append(type: UInt32(reference.count % 3))
                 reference.append(Reference())
-                stacks.append(stack)
             }
             let s = Int(rng.next() % UInt64(reference.count))
             if !reference[s].live.isEmpty && rng.next() % 2 == 0 {
@@ -72,7 +68,7 @@ final class SiteTableTests: XCTestCase {
         }
         XCTAssertGreaterThan(table.wideCount, 0, "some sites outgrew 32 bits")
         XCTAssertLessThan(table.wideCount, table.count, "most stayed compact")
-        check(table, reference, stacks)
+        check(table, reference)
     }
 
     /// The edges: a block of exactly 2^32 - 1 bytes stays compact, one byte more widens;
@@ -80,8 +76,8 @@ final class SiteTableTests: XCTestCase {
     /// one in a later epoch reads 0.
     func testEdges() {
         var table = SiteTable()
-        table.append(stack: 1, type: 0)
-        table.append(stack: 2, type: 1)
+        table.append(type: 0)
+        table.append(type: 1)
         table.allocated(0, size: UInt64(UInt32.max))
         table.add(0, size: UInt64(UInt32.max), epoch: 0)
         XCTAssertEqual(table.wideCount, 0)
@@ -105,14 +101,13 @@ final class SiteTableTests: XCTestCase {
         table.add(1, size: 10, epoch: 0)
         XCTAssertEqual(table[1].peakEpoch, 0)
         XCTAssertEqual(table[1].peakBytes, 20)
-        XCTAssertEqual(table[1].stack, 2)
         XCTAssertEqual(table.type(1), 1)
     }
 
     /// Allocated bytes that reach 2^32 - 1 stay compact; one byte more widens the site.
     func testAllocatedBytesWidenPastThirtyTwoBits() {
         var table = SiteTable()
-        table.append(stack: 7, type: 0)
+        table.append(type: 0)
         table.allocated(0, size: UInt64(UInt32.max) - 1)
         table.allocated(0, size: 1)
         XCTAssertEqual(table.wideCount, 0)
