@@ -27,9 +27,9 @@ import HeapGenTrace
 ///
 /// ``compact()`` keeps 64 bits of each key from then on: 32 by stack id (an ``IdMap``),
 /// 32 with the id in the table's slots; ~13 bytes a stack, not 28 (108 → ~50 MB on that
-/// trace). Answers are then candidates: the caller checks them (``checkAliases(_:)``,
-/// the same exact keys computed again in a second read of the trace) and reads the trace
-/// again with the wrong ones ``refused``. Two different stacks with one 64-bit key take
+/// trace). Answers are then candidates: the caller checks them (``wrongAliases(_:check:)``,
+/// the exact keys computed again by ``check(_:frames:)`` in a second read of the trace)
+/// and reads the trace again with the wrong ones ``refused``. Two different stacks with one 64-bit key take
 /// ~2^32 distinct stacks to be likely.
 struct StackIdentity {
     /// Modules mapped now, oldest first, with their interned identity.
@@ -200,7 +200,7 @@ struct StackIdentity {
         aliases.filter { check.checkedFirsts[$0.key] != $0.value }
     }
 
-    /// For ``wrongAliases(aliases:check:)``: the exact answers for the stacks defined.
+    /// For ``wrongAliases(_:check:)``: the exact answers for the stacks defined.
     private(set) var checkedFirsts: [UInt32: UInt32] = [:]
 
     /// Defines stack `id` for a check: records its exact first (among the stacks defined
