@@ -249,16 +249,34 @@ public struct TraceContext: Sendable {
         for id in ids { needed.insert(id) }
         var found = self
         found.framesKept = true
+        try forEachStack(in: needed) { id, frames, position in
+            found.stacks[id] = frames
+            found.stackPositions[id] = position
+        }
+        return found
+    }
+
+    /// Calls `body` with the frames (innermost first) and position of each stack of `ids`, in
+    /// trace order: from the kept frames, or read again from the trace file, one stack at a
+    /// time (an export of millions of stacks keeps none of them). A stack the trace defines
+    /// twice comes twice, as ``stacks`` keeps the later one.
+    ///
+    /// - Throws: ``TraceError`` if the trace cannot be read again, or what `body` throws.
+    public func forEachStack(in ids: IdSet,
+                             _ body: (_ id: UInt32, _ frames: [UInt64], _ position: UInt64) throws -> Void) throws {
+        if framesKept {
+            let kept = stackPositions.filter { ids.contains($0.key) }.sorted { ($0.value, $0.key) < ($1.value, $1.key) }
+            for (id, position) in kept { try body(id, stacks[id] ?? [], position) }
+            return
+        }
         var reader = try TraceReader(path: trace)
         var position: UInt64 = 0
         try reader.forEach { record in
-            if case let .stack(id, frames) = record, needed.contains(id) {
-                found.stacks[id] = frames
-                found.stackPositions[id] = position
+            if case let .stack(id, frames) = record, ids.contains(id) {
+                try body(id, frames, position)
             }
             if LiveHeapReplay.feedsContext(record) { position &+= 1 }
         }
-        return found
     }
 
     /// Every mark of the trace, in order (settle marks included).

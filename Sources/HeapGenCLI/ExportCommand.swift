@@ -5,6 +5,7 @@ import HeapGenAnalysis
 import HeapGenDiff
 import HeapGenExport
 import HeapGenRecord
+import HeapGenTrace
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -81,19 +82,40 @@ struct ExportCommand: ParsableCommand {
             throw pointOrTraceFailure(error)
         }
         reportSalvagedTraces()
-        let bytes: [UInt8]
+        // The output is made only now, with the trace read: a trace that cannot be read
+        // leaves no empty file behind. Its pieces are written as they are made.
+        let fd: Int32
+        if let output {
+            fd = PrivateOutputFile.open(output)
+            if fd < 0 { throw cannotWrite(String(cString: strerror(-fd))) }
+        } else {
+            fd = 1
+        }
+        defer { if output != nil { close(fd) } }
+        struct WriteFailure: Error { var problem: String }
+        let sink: ([UInt8]) throws -> Void = { bytes in
+            if let problem = bytes.withUnsafeBytes({ OutputFile.writeAll($0, to: fd) }) { throw WriteFailure(problem: problem) }
+        }
         let notes: [String]
-        switch format {
-        case .pprof:
-            (bytes, notes) = PprofExport.gzipped(profile)
-        case .collapsed:
-            let rendered = CollapsedExport.render(profile, sample: sample.flatMap(HeapSample.init(rawValue:)) ?? .inuseSpace)
-            (bytes, notes) = (Array(rendered.text.utf8), rendered.notes)
+        do {
+            notes = try TerminalProgress.whileReadingTraces {
+                switch format {
+                case .pprof:
+                    try PprofExport.write(profile, to: sink)
+                case .collapsed:
+                    try CollapsedExport.write(profile, sample: sample.flatMap(HeapSample.init(rawValue:)) ?? .inuseSpace, to: sink)
+                }
+            }
+        } catch let failure as WriteFailure {
+            throw cannotWrite(failure.problem)
+        } catch {
+            throw pointOrTraceFailure(error)
         }
         for note in notes { standardError("heapgen: note: \(note)\n") }
-        if let problem = OutputFile.write(bytes, to: output) {
-            standardError("heapgen: cannot write \(output ?? "standard output"): \(problem)\n")
-            throw ExitCode(ExitCodes.heapgenFailed)
-        }
+    }
+
+    private func cannotWrite(_ problem: String) -> ExitCode {
+        standardError("heapgen: cannot write \(output ?? "standard output"): \(problem)\n")
+        return ExitCode(ExitCodes.heapgenFailed)
     }
 }

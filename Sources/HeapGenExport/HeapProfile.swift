@@ -79,38 +79,40 @@ public struct HeapProfile: Sendable {
 
     /// Reads `trace` and counts its allocations up to `point` (end of trace by default).
     ///
+    /// No stack frames are kept: ``forEachStack(_:)`` reads the stacks of the samples again,
+    /// one at a time (a test suite's trace defines millions of them).
+    ///
     /// - Throws: ``TraceError`` if the trace cannot be read, ``TracePointError`` if the point
     ///   is not in it.
     public static func load(trace: String, at point: TracePoint = .end) throws -> HeapProfile {
         var reader = try TraceReader(path: trace)
-        var replay = LiveHeapReplay()
+        var replay = LiveHeapReplay(keepingFrames: false)
         var watch = TracePointWatcher(point)
-        /// Allocations per (site, epoch), all of them: the point may be decided later.
-        var allocations: [UInt64: (objects: Int64, bytes: Int64)] = [:]
-        var inuse: [UInt64: (objects: Int64, bytes: Int64)]?
+        /// Allocations per (site, epoch), all of them: the point may be decided later, and
+        /// those of epochs after it are dropped below.
+        var allocations = SiteEpochCounts()
+        /// Live blocks per (site, epoch) at the point: taken again each time a point is
+        /// reached (the last mark of a label is the one), so kept apart until the end.
+        var inuse: [UInt64: (objects: Int64, bytes: Int64)] = [:]
         var pointEpochLimit: Int?   // allocations of epochs below this are before the point
         func key(_ site: Int, _ epoch: Int) -> UInt64 { UInt64(site) << 32 | UInt64(epoch) }
-        func takeInuse(_ replay: LiveHeapReplay) -> [UInt64: (objects: Int64, bytes: Int64)] {
-            var counts: [UInt64: (objects: Int64, bytes: Int64)] = [:]
+        func takeInuse(_ replay: LiveHeapReplay) {
+            inuse = [:]
             replay.forEachLiveBlock { b in
-                counts[key(b.site, b.epoch), default: (0, 0)].objects &+= 1
-                counts[key(b.site, b.epoch), default: (0, 0)].bytes &+= Int64(truncatingIfNeeded: b.size)
+                inuse[key(b.site, b.epoch), default: (0, 0)].objects &+= 1
+                inuse[key(b.site, b.epoch), default: (0, 0)].bytes &+= Int64(truncatingIfNeeded: b.size)
             }
-            return counts
         }
         if point == .start {
-            inuse = [:]
             pointEpochLimit = 0
         }
         try reader.forEach { record in
             switch replay.consume(record) {
             case let .allocated(site, size):
-                // Those after the point are dropped below (the final snapshot is known only at the end).
-                allocations[key(site, replay.markCount), default: (0, 0)].objects &+= 1
-                allocations[key(site, replay.markCount), default: (0, 0)].bytes &+= Int64(truncatingIfNeeded: size)
+                allocations.add(site: site, epoch: replay.markCount, bytes: Int64(truncatingIfNeeded: size))
             case let .mark(index, label):
                 if watch.reached(markIndex: index, label: label) {
-                    inuse = takeInuse(replay)
+                    takeInuse(replay)
                     pointEpochLimit = index + 1
                 }
             case .other:
@@ -118,36 +120,96 @@ public struct HeapProfile: Sendable {
             }
         }
         if watch.isAtEnd {
-            inuse = takeInuse(replay)
+            takeInuse(replay)
             pointEpochLimit = replay.markCount + 1
         }
         let context = replay.finish(trace: trace)
         let resolved = try watch.resolve(marks: context.marks).get()
         let limit = pointEpochLimit ?? 0
 
-        var merged: [UInt64: HeapValues] = [:]
-        for (k, a) in allocations where Int(k & 0xffff_ffff) < limit {
-            merged[k, default: HeapValues()].allocObjects = a.objects
-            merged[k, default: HeapValues()].allocSpace = a.bytes
-        }
-        for (k, u) in inuse ?? [:] {
-            merged[k, default: HeapValues()].inuseObjects = u.objects
-            merged[k, default: HeapValues()].inuseSpace = u.bytes
-        }
-        // Epochs to generations.
+        // Epochs to generations (settle marks end no generation, so two epochs may be one):
+        // one sample per (site, epoch) first, then sorted and those of one generation merged.
         let generations = replay.epochGeneration
-        var bySiteGeneration: [UInt64: HeapValues] = [:]
-        for (k, v) in merged where !v.isZero {
+        replay = LiveHeapReplay(keepingFrames: false)   // its live blocks are counted: let them go
+        func sample(_ k: UInt64, _ v: HeapValues) -> Sample {
             let epoch = Int(k & 0xffff_ffff)
             let g = epoch < generations.count ? generations[epoch] : generations.last ?? 0
-            let site = Int(k >> 32)
-            bySiteGeneration[key(site, g), default: HeapValues()] = bySiteGeneration[key(site, g), default: HeapValues()] + v
+            return Sample(site: Int(k >> 32), generation: g, values: v)
         }
-        let samples = bySiteGeneration.sorted { $0.key < $1.key }.map {
-            Sample(site: Int($0.key >> 32), generation: Int($0.key & 0xffff_ffff), values: $0.value)
+        var unmerged: [Sample] = []
+        unmerged.reserveCapacity(allocations.count)
+        allocations.forEach { k, objects, bytes in
+            var v = HeapValues()
+            if Int(k & 0xffff_ffff) < limit {
+                v.allocObjects = objects
+                v.allocSpace = bytes
+            }
+            if let u = inuse.removeValue(forKey: k) {
+                v.inuseObjects = u.objects
+                v.inuseSpace = u.bytes
+            }
+            if !v.isZero { unmerged.append(sample(k, v)) }
         }
+        allocations = SiteEpochCounts()
+        for (k, u) in inuse { unmerged.append(sample(k, HeapValues(inuseObjects: u.objects, inuseSpace: u.bytes))) }
+        inuse = [:]
+        unmerged.sort { ($0.site, $0.generation) < ($1.site, $1.generation) }
+        // Merged in place: a second array would be another 48 bytes a sample at the peak.
+        var samples = unmerged
+        unmerged = []
+        var kept = 0
+        for i in samples.indices {
+            if kept > 0 && samples[kept - 1].site == samples[i].site && samples[kept - 1].generation == samples[i].generation {
+                samples[kept - 1].values = samples[kept - 1].values + samples[i].values
+            } else {
+                samples[kept] = samples[i]
+                kept += 1
+            }
+        }
+        samples.removeSubrange(kept...)
         return HeapProfile(context: context, point: resolved, samples: samples,
                            generationNames: Self.generationNames(context.marks, count: (generations.last ?? 0) + 1))
+    }
+
+    /// Calls `body` for every stack of the samples, in trace order, with its frames
+    /// (innermost first), its position (for ``ModuleTimeline``) and the indices in
+    /// ``samples`` of its samples (ascending); then once with empty frames for the samples
+    /// whose stack the trace does not define (stack 0: none was recorded). A stack the trace
+    /// defines twice comes once, at its first definition.
+    ///
+    /// - Parameter including: whether a sample counts (by default all do).
+    /// - Throws: ``TraceError`` if the trace cannot be read again, or what `body` throws.
+    public func forEachStack(including: (Sample) -> Bool = { _ in true },
+                             _ body: (_ frames: [UInt64], _ position: UInt64, _ samples: ArraySlice<Int>) throws -> Void) throws {
+        // Sample indices by stack: one sorted array, not a dictionary of arrays.
+        var byStack: [(stack: UInt32, sample: Int)] = []
+        for (i, s) in samples.enumerated() where including(s) {
+            byStack.append((context.sites[s.site].stack, i))
+        }
+        byStack.sort { ($0.stack, $0.sample) < ($1.stack, $1.sample) }
+        let order = byStack.map(\.sample)
+        var needed = IdSet()
+        for e in byStack where e.stack != 0 { needed.insert(e.stack) }
+        var done = IdSet()
+        /// First index in `byStack` of `stack`.
+        func first(_ stack: UInt32) -> Int {
+            var low = 0, high = byStack.count
+            while low < high {
+                let mid = (low + high) / 2
+                if byStack[mid].stack < stack { low = mid + 1 } else { high = mid }
+            }
+            return low
+        }
+        try context.forEachStack(in: needed) { id, frames, position in
+            guard done.insert(id) else { return }
+            let start = first(id)
+            var end = start
+            while end < byStack.count && byStack[end].stack == id { end += 1 }
+            try body(frames, position, order[start..<end])
+        }
+        var undefined: [Int] = []
+        for e in byStack where e.stack == 0 || !done.contains(e.stack) { undefined.append(e.sample) }
+        if !undefined.isEmpty { try body([], UInt64.max, undefined.sorted()[...]) }
     }
 
     /// Names of generations 0..<count (see ``generationNames``).
@@ -169,3 +231,46 @@ public struct HeapProfile: Sendable {
         return out
     }
 }
+
+/// Allocations per (site, epoch) of a trace: a site's counts of its latest epoch in arrays
+/// by site, earlier epochs in a dictionary. A trace without marks (a test suite's: millions
+/// of sites) never uses the dictionary: 20 bytes a site instead of a 40-byte entry in a
+/// table that doubles.
+struct SiteEpochCounts {
+    private var epoch: [Int32] = []
+    private var objects: [Int64] = []
+    private var bytes: [Int64] = []
+    private var earlier: [UInt64: (objects: Int64, bytes: Int64)] = [:]
+
+    /// Entries: (site, epoch) pairs with allocations.
+    var count: Int { objects.count + earlier.count }
+
+    private static func key(_ site: Int, _ epoch: Int) -> UInt64 { UInt64(site) << 32 | UInt64(UInt32(truncatingIfNeeded: epoch)) }
+
+    /// Counts an allocation of `bytes` at `site` in `epoch` (epochs of a site never go back).
+    mutating func add(site: Int, epoch e: Int, bytes size: Int64) {
+        if site >= objects.count {
+            // Sites are numbered as they first allocate: this is the next one.
+            epoch.append(contentsOf: repeatElement(Int32(e), count: site + 1 - objects.count))
+            bytes.append(contentsOf: repeatElement(0, count: site + 1 - objects.count))
+            objects.append(contentsOf: repeatElement(0, count: site + 1 - objects.count))
+        }
+        if Int(epoch[site]) != e {
+            if objects[site] != 0 { earlier[Self.key(site, Int(epoch[site]))] = (objects[site], bytes[site]) }
+            epoch[site] = Int32(truncatingIfNeeded: e)
+            objects[site] = 0
+            bytes[site] = 0
+        }
+        objects[site] &+= 1
+        bytes[site] &+= size
+    }
+
+    /// Calls `body` with each (site << 32 | epoch) key and its counts, in no order.
+    func forEach(_ body: (UInt64, Int64, Int64) -> Void) {
+        for (k, v) in earlier { body(k, v.objects, v.bytes) }
+        for site in objects.indices where objects[site] != 0 {
+            body(Self.key(site, Int(epoch[site])), objects[site], bytes[site])
+        }
+    }
+}
+

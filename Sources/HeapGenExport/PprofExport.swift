@@ -26,21 +26,73 @@ public enum PprofExport {
         static let timeNanos = 9, periodType = 11, period = 12, comment = 13, defaultSampleType = 14
     }
 
-    /// The profile, gzipped.
+    /// The profile, gzipped, written to `sink` a piece at a time as it is made; returns
+    /// notes on symbolication.
+    ///
+    /// The samples go out as their stacks are read again from the trace; only the distinct
+    /// addresses are kept (an ``AddressTable``), and the locations, functions and strings
+    /// follow once they are symbolicated. Profile fields may come in any order.
+    ///
+    /// - Throws: ``TraceError`` if the trace cannot be read again, or what `sink` throws.
+    public static func write(_ profile: HeapProfile, symbolication: StackSymbolication = StackSymbolication(),
+                             to sink: @escaping ([UInt8]) throws -> Void) throws -> [String] {
+        let gzip = GzipStream(sink: sink)
+        let notes = try stream(profile, symbolication: symbolication, to: gzip.write)
+        try gzip.finish()
+        return notes
+    }
+
+    /// The profile, gzipped, whole.
     public static func gzipped(_ profile: HeapProfile, symbolication: StackSymbolication = StackSymbolication())
-        -> (bytes: [UInt8], notes: [String]) {
-        let built = encode(profile, symbolication: symbolication)
-        return (Gzip.wrap(built.bytes), built.notes)
+        throws -> (bytes: [UInt8], notes: [String]) {
+        var bytes: [UInt8] = []
+        let notes = try write(profile, symbolication: symbolication) { bytes.append(contentsOf: $0) }
+        return (bytes, notes)
     }
 
     /// The serialized Profile message (not gzipped), and notes on symbolication.
     public static func encode(_ profile: HeapProfile, symbolication: StackSymbolication = StackSymbolication())
-        -> (bytes: [UInt8], notes: [String]) {
-        let context = profile.context
-        let stackIDs = Array(Set(profile.samples.map { context.sites[$0.site].stack }))
-        let symbolicated = symbolication.symbolicate(stackIDs, in: context)
+        throws -> (bytes: [UInt8], notes: [String]) {
+        var bytes: [UInt8] = []
+        let notes = try stream(profile, symbolication: symbolication) { bytes.append(contentsOf: $0) }
+        return (bytes, notes)
+    }
 
+    /// The serialized Profile message in pieces of about 1 MB.
+    static func stream(_ profile: HeapProfile, symbolication: StackSymbolication,
+                       to sink: ([UInt8]) throws -> Void) throws -> [String] {
+        let context = profile.context
         var strings = StringTable()
+        var w = ProtobufWriter()
+        func flushIfFull() throws {
+            if w.bytes.count >= 1 << 20 { try sink(w.takeBytes()) }
+        }
+
+        for sample in HeapSample.allCases {
+            let type = strings.index(sample.rawValue), unit = strings.index(sample.unit)
+            w.message(Field.sampleType) { $0.int64(1, type); $0.int64(2, unit) }
+        }
+        let generationKey = strings.index("generation"), typeKey = strings.index("type")
+        // One Location per distinct address: its id is the table's index + 1.
+        var table = AddressTable(timeline: ModuleTimeline(events: context.analysis.modules))
+        try profile.forEachStack { frames, position, samples in
+            let ids = table.add(frames, at: position).map { UInt64($0) + 1 }
+            for i in samples {
+                let sample = profile.samples[i]
+                let v = sample.values
+                let generation = strings.index(profile.generationNames[sample.generation])
+                let typeName = context.typeName(context.sites[sample.site].type).map { strings.index($0) }
+                w.message(Field.sample) { s in
+                    s.packedUInt64(1, ids)
+                    s.packedInt64(2, [v.allocObjects, v.allocSpace, v.inuseObjects, v.inuseSpace])
+                    s.message(3) { $0.int64(1, generationKey); $0.int64(2, generation) }
+                    if let typeName { s.message(3) { $0.int64(1, typeKey); $0.int64(2, typeName) } }
+                }
+                try flushIfFull()
+            }
+        }
+        let (addresses, notes) = table.symbolicate(with: symbolication, stored: StoredSymbols(tracePath: context.trace))
+
         var functions: [FunctionKey: UInt64] = [:]
         var functionList: [FunctionKey] = []
         var mappings: [MappingKey: UInt64] = [:]
@@ -49,8 +101,6 @@ public enum PprofExport {
         // find): the mappings say so, or pprof symbolizes them again (50 s on Swift
         // libraries with binutils, and Swift names come back mangled or not at all).
         let symbolized = symbolication.symbolizer.backend != .none
-        var locations: [LocationKey: UInt64] = [:]
-        var locationList: [(key: LocationKey, lines: [(function: UInt64, line: Int64)])] = []
 
         func functionID(_ frame: SymbolicatedFrame, offset: UInt64?) -> UInt64 {
             let full = frame.function ?? StackSymbolication.unknownName(module: frame.module, offset: offset,
@@ -71,39 +121,10 @@ public enum PprofExport {
             mappingList.append((key, module))
             return id
         }
-        func locationID(_ a: SymbolicatedAddress) -> UInt64 {
-            let mapping = mappingID(a.module)
-            let key = LocationKey(address: a.address, mapping: mapping)
-            if let id = locations[key] { return id }
-            let id = UInt64(locationList.count + 1)
-            locations[key] = id
-            let lines = a.frames.map { (functionID($0, offset: a.moduleOffset), Int64($0.line ?? 0)) }
-            locationList.append((key, lines))
-            return id
-        }
 
         // Every module in load order: pprof takes the first mapping for the main binary.
         for event in context.analysis.modules { if let module = event.module { _ = mappingID(module) } }
-
-        var w = ProtobufWriter()
-        for sample in HeapSample.allCases {
-            let type = strings.index(sample.rawValue), unit = strings.index(sample.unit)
-            w.message(Field.sampleType) { $0.int64(1, type); $0.int64(2, unit) }
-        }
-        let generationKey = strings.index("generation"), typeKey = strings.index("type")
-        for sample in profile.samples {
-            let site = context.sites[sample.site]
-            let ids = (symbolicated.stacks[site.stack]?.addresses ?? []).map(locationID)
-            let v = sample.values
-            let generation = strings.index(profile.generationNames[sample.generation])
-            let typeName = context.typeName(site.type).map { strings.index($0) }
-            w.message(Field.sample) { s in
-                s.packedUInt64(1, ids)
-                s.packedInt64(2, [v.allocObjects, v.allocSpace, v.inuseObjects, v.inuseSpace])
-                s.message(3) { $0.int64(1, generationKey); $0.int64(2, generation) }
-                if let typeName { s.message(3) { $0.int64(1, typeKey); $0.int64(2, typeName) } }
-            }
-        }
+        let addressMappings = addresses.map { mappingID($0.module) }
         for m in mappingList {
             let low = m.module.segments.map(\.vaddr).min() ?? 0
             let high = m.module.segments.map { $0.vaddr &+ $0.memsz }.max() ?? 0
@@ -125,13 +146,16 @@ public enum PprofExport {
                 p.bool(10, symbolized)  // has_inline_frames
             }
         }
-        for (i, l) in locationList.enumerated() {
+        for (i, a) in addresses.enumerated() {
+            let mapping = addressMappings[i]
+            let lines = a.frames.map { (functionID($0, offset: a.moduleOffset), Int64($0.line ?? 0)) }
             w.message(Field.location) { p in
                 p.uint64(1, UInt64(i + 1))
-                p.uint64(2, l.key.mapping)
-                p.uint64(3, l.key.address)
-                for line in l.lines { p.message(4) { $0.uint64(1, line.function); $0.int64(2, line.line) } }
+                p.uint64(2, mapping)
+                p.uint64(3, a.address)
+                for line in lines { p.message(4) { $0.uint64(1, line.0); $0.int64(2, line.1) } }
             }
+            try flushIfFull()
         }
         for (i, f) in functionList.enumerated() {
             let name = strings.index(f.name), system = strings.index(f.systemName), file = strings.index(f.file)
@@ -141,19 +165,24 @@ public enum PprofExport {
                 p.int64(3, system)
                 p.int64(4, file)
             }
+            try flushIfFull()
         }
         let comment = strings.index("heapgen export of \(context.trace); in use at \(profile.point)")
         let space = strings.index("space"), bytes = strings.index("bytes")
         let defaultType = strings.index(HeapSample.inuseSpace.rawValue)
         let time = Int64(clamping: context.analysis.process.startUnixNanoseconds)
         // Every string is interned by now: the table goes last.
-        for s in strings.strings { w.string(Field.stringTable, s, always: true) }
+        for s in strings.strings {
+            w.string(Field.stringTable, s, always: true)
+            try flushIfFull()
+        }
         w.int64(Field.timeNanos, time)
         w.message(Field.periodType) { $0.int64(1, space); $0.int64(2, bytes) }
         w.int64(Field.period, 1)
         w.packedInt64(Field.comment, [comment])
         w.int64(Field.defaultSampleType, defaultType)
-        return (w.bytes, symbolicated.notes)
+        try sink(w.takeBytes())
+        return notes
     }
 
     static func hexByte(_ b: UInt8) -> String {
@@ -169,11 +198,6 @@ public enum PprofExport {
     struct MappingKey: Hashable {
         var path: String
         var loadBias: UInt64
-    }
-
-    struct LocationKey: Hashable {
-        var address: UInt64
-        var mapping: UInt64
     }
 
     /// profile.proto's string table: index 0 is the empty string.

@@ -25,6 +25,14 @@ public struct ProtobufWriter: Sendable {
 
     public init() {}
 
+    /// The bytes written so far, handed over: the writer starts again empty (a top-level
+    /// message is a series of fields, so its pieces can be written out as they fill).
+    public mutating func takeBytes() -> [UInt8] {
+        let taken = bytes
+        bytes = []
+        return taken
+    }
+
     /// Appends `value` as an unsigned LEB128 varint (1…10 bytes).
     public mutating func appendVarint(_ value: UInt64) {
         var v = value

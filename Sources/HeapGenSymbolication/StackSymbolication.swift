@@ -85,70 +85,15 @@ public struct StackSymbolication: Sendable {
     public func symbolicate(_ stacks: [Input], timeline: ModuleTimeline,
                             stored: @autoclosure () -> StoredSymbols? = nil)
         -> (stacks: [UInt32: SymbolicatedStack], notes: [String]) {
-        struct Key: Hashable {
-            var module: Module
-            var address: UInt64
-        }
-        var requestIndex: [Key: Int] = [:]
-        var requests: [SymbolizationRequest] = []
-        /// Per stack, per raw frame: the request index (nil when no module held the address).
-        var plans: [UInt32: [(request: Int?, address: UInt64, module: ModuleRecord?)]] = [:]
         var seen = Set<UInt32>()
         let ordered = stacks.filter { seen.insert($0.id).inserted }
             .sorted { $0.position != $1.position ? $0.position < $1.position : $0.id < $1.id }
-        var modules = timeline.cursor()
-        for stack in ordered {
-            modules.advance(to: stack.position)
-            var plan: [(request: Int?, address: UInt64, module: ModuleRecord?)] = []
-            plan.reserveCapacity(stack.addresses.count)
-            for address in stack.addresses {
-                guard let record = modules.module(containing: address) else {
-                    plan.append((nil, address, nil))
-                    continue
-                }
-                let key = Key(module: Module(record), address: address)
-                if let i = requestIndex[key] {
-                    plan.append((i, address, record))
-                } else {
-                    requestIndex[key] = requests.count
-                    plan.append((requests.count, address, record))
-                    requests.append(SymbolizationRequest(module: key.module, address: address, isReturnAddress: true))
-                }
-            }
-            plans[stack.id] = plan
-        }
-
-        let storedSymbols = requests.isEmpty ? nil : stored()
-        let answers = requests.isEmpty ? [] : symbolizer.symbolize(requests, stored: storedSymbols)
-
-        var notes: [String] = []
-        if !requests.isEmpty && symbolizer.backend == .none && (storedSymbols?.isEmpty ?? true) {
-            notes.append("No symbolizer was found (llvm-symbolizer or addr2line; HEAPGEN_SYMBOLIZER names one): frames show addresses only.")
-        }
-        var stale = Set<String>()
-        for (request, answer) in zip(requests, answers) where answer.stale { stale.insert(request.module.path) }
-        if !stale.isEmpty {
-            let names = stale.sorted().prefix(3).joined(separator: ", ")
-            let more = stale.count > 3 ? " and \(stale.count - 3) more" : ""
-            notes.append("Changed or missing since the recording, so their frames may lack names: \(names)\(more).")
-        }
-
+        var table = AddressTable(timeline: timeline)
+        let entries = ordered.map { table.add($0.addresses, at: $0.position) }
+        let (addresses, notes) = table.symbolicate(with: self, stored: stored())
         var out: [UInt32: SymbolicatedStack] = [:]
-        var unmapped = 0
-        for (id, plan) in plans {
-            let addresses = plan.map { step -> SymbolicatedAddress in
-                guard let r = step.request else {
-                    unmapped += 1
-                    return SymbolicatedAddress(address: step.address, module: nil,
-                                               frames: [SymbolicatedFrame(module: nil, address: step.address)])
-                }
-                return SymbolicatedAddress(address: step.address, module: step.module,
-                                           frames: answers[r].frames)
-            }
-            out[id] = SymbolicatedStack(addresses: addresses)
-        }
-        if unmapped > 0 {
-            notes.append("\(unmapped) frame address\(unmapped == 1 ? " was" : "es were") in no recorded module (generated code?): shown without a module.")
+        for (stack, indices) in zip(ordered, entries) {
+            out[stack.id] = SymbolicatedStack(addresses: indices.map { addresses[Int($0)] })
         }
         return (out, notes)
     }

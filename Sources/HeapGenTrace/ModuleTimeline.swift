@@ -61,6 +61,8 @@ public struct ModuleTimeline: Sendable {
         public private(set) var loaded: [ModuleRecord] = []
         /// Answers since the last change of `loaded` (stacks share most of their frames).
         private var memo: [UInt64: ModuleRecord?] = [:]
+        /// Changes of `loaded` so far: a caller's own answers stay good while it is the same.
+        public private(set) var changes = 0
 
         init(events: [ModuleEvent]) {
             self.events = events
@@ -78,6 +80,7 @@ public struct ModuleTimeline: Sendable {
                     if let i = loaded.lastIndex(where: { $0.loadBias == event.loadBias }) { loaded.remove(at: i) }
                 }
                 memo.removeAll(keepingCapacity: true)
+                changes += 1
                 next += 1
             }
         }

@@ -47,5 +47,18 @@ final class LiveHeapReplayTests: XCTestCase {
         }
         // A context that kept its frames is handed back as it is.
         XCTAssertEqual(try kept.withStacks(named).stacks.count, 300)
+
+        // One at a time, in trace order, from the file or from the kept frames alike.
+        var ids = IdSet()
+        for id in named { ids.insert(id) }
+        for context in [dropped, kept] {
+            var seen: [UInt32] = []
+            try context.forEachStack(in: ids) { id, frames, position in
+                seen.append(id)
+                XCTAssertEqual(frames, kept.stacks[id], "frames of stack \(id)")
+                XCTAssertEqual(position, kept.stackPositions[id], "position of stack \(id)")
+            }
+            XCTAssertEqual(seen, named, "framesKept: \(context.stacks.count > 0)")
+        }
     }
 }

@@ -40,7 +40,7 @@ final class ProfileExportTests: XCTestCase {
 
         // The pprof message: 4 sample types, labels, the string table.
         let symbolication = StackSymbolication(symbolizer: Symbolizer(options: .init(symbolizerPath: "/nonexistent", allowFallbacks: false)))
-        let encoded = PprofExport.encode(atEnd, symbolication: symbolication).bytes
+        let encoded = try PprofExport.encode(atEnd, symbolication: symbolication).bytes
         let fields = try decode(encoded)
         let strings = fields.filter { $0.number == 6 }.map { String(decoding: $0.bytes ?? [], as: UTF8.self) }
         XCTAssertEqual(strings.first, "")
@@ -52,7 +52,7 @@ final class ProfileExportTests: XCTestCase {
         XCTAssertTrue(strings.contains("App.Model") && strings.contains("generation") && strings.contains("type"))
 
         // Collapsed: outermost first, frames without modules named by address.
-        let collapsed = CollapsedExport.render(atEnd, sample: .inuseSpace, symbolication: symbolication).text
+        let collapsed = try CollapsedExport.render(atEnd, sample: .inuseSpace, symbolication: symbolication).text
         XCTAssertEqual(collapsed, "0x2000;0x1000 70\n0x2000;0x1100 30\n")
     }
 }

@@ -33,3 +33,33 @@ final class StackSymbolicationModuleTests: XCTestCase {
         ])
     }
 }
+
+final class AddressTableTests: XCTestCase {
+    /// One entry per (module, address): shared by stacks, told apart when another module
+    /// holds the address later; a rewound table gives the same stacks the same entries.
+    func testEntriesAreDistinctAddressesByModule() {
+        let none = Symbolizer(options: .init(symbolizerPath: "/nonexistent", allowFallbacks: false))
+        var table = AddressTable(timeline: ModuleFixtures.timeline)
+        let a = ModuleFixtures.libA.loadBias + 0x100
+        let exe = ModuleFixtures.exe.loadBias + 0x40
+        let stacks: [(frames: [UInt64], position: UInt64)] = [
+            ([a, exe], 6),        // libA
+            ([a, a, exe], 7),     // the same entries again
+            ([0x10, 0x10], 8),    // in no module: one entry, two frames
+            ([a, exe], 13),       // libB at libA's place now
+            ([], 14),
+        ]
+        let first = stacks.map { table.add($0.frames, at: $0.position) }
+        XCTAssertEqual(first, [[0, 1], [0, 0, 1], [2, 2], [3, 1], []])
+        XCTAssertEqual(table.count, 4)
+        table.rewind()
+        XCTAssertEqual(stacks.map { table.add($0.frames, at: $0.position) }, first)
+        XCTAssertEqual(table.count, 4)
+
+        let (addresses, notes) = table.symbolicate(with: StackSymbolication(symbolizer: none))
+        XCTAssertEqual(addresses.map { $0.module?.path }, ["/lib/libA.so", "/usr/bin/app", nil, "/lib/libB.so"])
+        XCTAssertEqual(addresses.map(\.address), [a, exe, 0x10, a])
+        XCTAssertEqual(addresses[2].frames, [SymbolicatedFrame(module: nil, address: 0x10)])
+        XCTAssertEqual(notes.last, "2 frame addresses were in no recorded module (generated code?): shown without a module.")
+    }
+}
