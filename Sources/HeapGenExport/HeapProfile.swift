@@ -56,7 +56,8 @@ public enum HeapSample: String, CaseIterable, Sendable {
 }
 
 /// A trace's heap profile at one point: per allocation site and generation, what was
-/// allocated up to the point and what of it was live there. One pass over the trace.
+/// allocated up to the point and what of it was live there. One pass over the trace; the
+/// stacks are read again by ``forEachStack(including:_:)`` when an export needs them.
 public struct HeapProfile: Sendable {
     /// One (site, generation) and its values.
     public struct Sample: Sendable {
@@ -79,7 +80,7 @@ public struct HeapProfile: Sendable {
 
     /// Reads `trace` and counts its allocations up to `point` (end of trace by default).
     ///
-    /// No stack frames are kept: ``forEachStack(_:)`` reads the stacks of the samples again,
+    /// No stack frames are kept: ``forEachStack(including:_:)`` reads the stacks of the samples again,
     /// one at a time (a test suite's trace defines millions of them).
     ///
     /// - Throws: ``TraceError`` if the trace cannot be read, ``TracePointError`` if the point
