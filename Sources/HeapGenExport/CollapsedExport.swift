@@ -82,8 +82,7 @@ public enum CollapsedExport {
 /// root, with the value of the stacks that end there.
 struct NameTree {
     static let root: UInt32 = 0
-    private var names: [String] = []
-    private var nameIndex: [String: UInt32] = [:]
+    private var names = StringTable()
     /// Per node (0: the root): its name and parent, and the value of stacks ending there.
     private var nodeName: [UInt32] = [0]
     private var nodeParent: [UInt32] = [0]
@@ -94,11 +93,7 @@ struct NameTree {
 
     /// The number of `name`.
     mutating func name(_ name: String) -> UInt32 {
-        if let i = nameIndex[name] { return i }
-        let i = UInt32(names.count)
-        names.append(name)
-        nameIndex[name] = i
-        return i
+        UInt32(names.index(name))
     }
 
     /// The node `name` under `parent`, made if new.
@@ -159,7 +154,7 @@ struct NameTree {
             var items: [Item] = []
             if node == Self.root && noStack != 0 { items.append(Item(key: "[no stack]", node: 0, subtree: false)) }
             for c in children[start[Int(node)]..<start[Int(node) + 1]] {
-                let name = names[Int(nodeName[Int(c)])]
+                let name = names.strings[Int(nodeName[Int(c)])]
                 if nodeValue[Int(c)] != 0 { items.append(Item(key: name, node: c, subtree: false)) }
                 if start[Int(c) + 1] > start[Int(c)] { items.append(Item(key: name + ";", node: c, subtree: true)) }
             }

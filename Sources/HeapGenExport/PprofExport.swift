@@ -199,18 +199,4 @@ public enum PprofExport {
         var path: String
         var loadBias: UInt64
     }
-
-    /// profile.proto's string table: index 0 is the empty string.
-    struct StringTable {
-        private(set) var strings: [String] = [""]
-        private var indices: [String: Int64] = ["": 0]
-
-        mutating func index(_ s: String) -> Int64 {
-            if let i = indices[s] { return i }
-            let i = Int64(strings.count)
-            strings.append(s)
-            indices[s] = i
-            return i
-        }
-    }
 }
