@@ -133,7 +133,7 @@ let package = Package(
         .testTarget(name: "HeapGenUnitsTests", dependencies: ["HeapGenUnits"]),
         .testTarget(name: "HeapGenJSONTests", dependencies: ["HeapGenJSON"]),
         .testTarget(name: "HeapGenControlProtocolTests", dependencies: ["HeapGenControlProtocol", "HeapGenJSON"]),
-        .testTarget(name: "HeapGenAnalysisTests", dependencies: ["HeapGenAnalysis", "HeapGenTrace"]),
+        .testTarget(name: "HeapGenAnalysisTests", dependencies: ["HeapGenAnalysis", "HeapGenTrace", "HeapGenTestSupport"]),
         .testTarget(
             name: "HeapGenSymbolicationTests",
             dependencies: ["HeapGenSymbolication", "HeapGenAnalysis", "HeapGenTrace", "HeapGenTestSupport"],

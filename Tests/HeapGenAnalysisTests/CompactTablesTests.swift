@@ -1,6 +1,7 @@
 // The analyzer's compact tables against plain dictionaries and arrays.
 
 @testable import HeapGenAnalysis
+import HeapGenTestSupport
 import HeapGenTrace
 import XCTest
 
@@ -8,7 +9,7 @@ final class CompactTablesTests: XCTestCase {
     /// Dense runs go to pages, scattered ids to the dictionary; an id that went to the
     /// dictionary before its page was made is still found.
     func testIdMapMatchesADictionary() {
-        var rng = SplitMix64(state: 9)
+        var rng = SeededRandom(seed: 9)
         var map = IdMap()
         var reference: [UInt32: UInt32] = [:]
         func insert(_ id: UInt32) {

@@ -1,22 +1,9 @@
 // A seeded random trace checked against a simple dictionary-based reference implementation.
 
 import HeapGenAnalysis
+import HeapGenTestSupport
 import HeapGenTrace
 import XCTest
-
-/// SplitMix64: small, seedable, deterministic everywhere.
-struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-}
 
 /// The obvious implementation: dictionaries and full copies of the live set at every mark.
 final class ReferenceModel {
@@ -164,7 +151,7 @@ final class RandomizedReferenceTests: XCTestCase {
 
     /// Builds a random trace, analyzes it and compares with the reference; returns the finding kinds.
     private func check(seed: UInt64, manySites: Bool = false) throws -> Set<Finding.Kind> {
-        var rng = SplitMix64(state: seed)
+        var rng = SeededRandom(seed: seed)
         let t = try TraceBuilder(name: "random\(seed)")
         let ref = ReferenceModel()
         var freeable: [UInt64] = []    // blocks the generator may free

@@ -2,20 +2,8 @@
 // million nodes (recursion would overflow the stack there).
 
 import HeapGenAnalysis
+import HeapGenTestSupport
 import XCTest
-
-/// A small deterministic generator (SplitMix64), so failures reproduce from the seed.
-private struct SplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-}
 
 /// Nodes reachable from `sources` in `adjacency`, never entering `removed`.
 private func reach(_ adjacency: [[Int]], from sources: [Int], removing removed: Int? = nil) -> [Bool] {
@@ -33,7 +21,7 @@ private func reach(_ adjacency: [[Int]], from sources: [Int], removing removed: 
 
 final class ReferenceGraphRandomizedTests: XCTestCase {
     func testAgainstNaiveReferencesOnRandomGraphs() {
-        var rng = SplitMix(state: 0x5EED)
+        var rng = SeededRandom(seed: 0x5EED)
         for round in 0 ..< 400 {
             let n = 1 + rng.below(12)
             let m = rng.below(3 * n + 1)
@@ -166,7 +154,7 @@ final class ReferenceGraphRandomizedTests: XCTestCase {
 
     /// Finding groups on random graphs: heldBy against the rule spelled out on the naive dominator chain.
     func testHeldByAgainstTheIdomChainRule() {
-        var rng = SplitMix(state: 0xF1D)
+        var rng = SeededRandom(seed: 0xF1D)
         var seen: [RetentionAnalysis.HeldReason: Int] = [:]
         var topLevel = 0
         defer {

@@ -2,6 +2,7 @@
 
 import Foundation
 import HeapGenAnalysis
+import HeapGenTestSupport
 import HeapGenTrace
 import XCTest
 
@@ -205,7 +206,7 @@ final class RegroupingTests: XCTestCase {
     }
 
     private func checkRenamed(seed: UInt64) throws {
-        var rng = SplitMix64(state: seed)
+        var rng = SeededRandom(seed: seed)
         let raw = try TraceBuilder(name: "raw\(seed)"), renamed = try TraceBuilder(name: "renamed\(seed)")
         /// Stacks 1…6 form groups 101…103; the others stay alone.
         func group(_ stack: UInt32) -> UInt32 { stack <= 6 ? 101 + stack % 3 : stack }

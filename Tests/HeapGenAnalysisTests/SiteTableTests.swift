@@ -1,6 +1,7 @@
 // SiteTable against the plain 64-bit counters it replaces.
 
 @testable import HeapGenAnalysis
+import HeapGenTestSupport
 import XCTest
 
 final class SiteTableTests: XCTestCase {
@@ -34,7 +35,7 @@ final class SiteTableTests: XCTestCase {
     /// Random allocations and frees, with sizes up to 2^40 (some sites outgrow 32 bits,
     /// by one block or by many,) and epochs that start at 0 and grow.
     func testMatchesSixtyFourBitCounters() {
-        var rng = SplitMix64(state: 5)
+        var rng = SeededRandom(seed: 5)
         var table = SiteTable()
         var reference: [Reference] = []
         var epoch: UInt32 = 0

@@ -3,6 +3,7 @@
 // both must give back exactly what the trace defined.
 
 import Foundation
+import HeapGenTestSupport
 @testable import HeapGenAnalysis
 import HeapGenTrace
 import XCTest
@@ -91,7 +92,7 @@ final class StackFrameStoreTests: XCTestCase {
             (0..<12).map { exe.loadBias + 0x20_0000 + UInt64((s &* 2_654_435_761 >> $0) & 0xfff) &* 64 + UInt64($0) }
         }
         var next: UInt64 = 0x1000_0000
-        var rng = SplitMix64(state: 42)
+        var rng = SeededRandom(seed: 42)
         w.defineStack(id: 100_000, frames: frames(100_000))
         for cycle in 0..<6 {
             for s in 0..<3_000 {
@@ -139,7 +140,7 @@ final class StackFrameStoreTests: XCTestCase {
 
     /// `top` picks what sorting everything and taking a prefix picks, ties included.
     func testTopEqualsSortedPrefix() {
-        var rng = SplitMix64(state: 7)
+        var rng = SeededRandom(seed: 7)
         for _ in 0..<200 {
             let n = Int(rng.next() % 300)
             let values = (0..<n).map { _ in rng.next() % 20 }

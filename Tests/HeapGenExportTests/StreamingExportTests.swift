@@ -25,7 +25,7 @@ final class StreamingExportTests: XCTestCase {
     /// print the same, blocks without a stack; several blocks a stack, some freed.
     func writeTrace() throws -> Written {
         let t = try SyntheticTrace()
-        var rng = SplitMix(seed: 42)
+        var rng = SeededRandom(seed: 42)
         let pool: [UInt64] = (0..<40).map { i in [0x10, 0x100, 0x1000, 0x1a, 0x1b0][i % 5] + UInt64(i / 5) * 0x10000 }
         var frames: [UInt32: [UInt64]] = [1: [0x1000, 0x2000], 2: [0x1100, 0x2000]]   // SyntheticTrace's
         for id in UInt32(3)...2_000 {
@@ -151,7 +151,7 @@ final class GzipStreamTests: XCTestCase {
     /// concatenation, and the one-shot ``Gzip/wrap(_:)`` gives the same bytes.
     func testPiecesDecompressToTheInput() throws {
         let gzip = try tool("gzip", hint: "install gzip")
-        var rng = SplitMix(seed: 7)
+        var rng = SeededRandom(seed: 7)
         var input: [UInt8] = []
         var out: [UInt8] = []
         var pieces = 0
@@ -171,15 +171,3 @@ final class GzipStreamTests: XCTestCase {
     }
 }
 
-/// A small deterministic generator for the fixtures.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

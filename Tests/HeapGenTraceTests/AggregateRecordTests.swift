@@ -2,6 +2,7 @@
 // flag, and the reader's checks (a malformed record is a corrupt trace, never a trap).
 
 import Foundation
+import HeapGenTestSupport
 @testable import HeapGenTrace
 import XCTest
 

@@ -1,4 +1,5 @@
 import Foundation
+import HeapGenTestSupport
 import XCTest
 @testable import HeapGenTrace
 

@@ -1,5 +1,6 @@
 // Unit tests of the shared live-heap model (LiveHeap: table and realloc rule) and of IdSet.
 
+import HeapGenTestSupport
 import XCTest
 @testable import HeapGenTrace
 

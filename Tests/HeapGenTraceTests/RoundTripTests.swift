@@ -1,3 +1,4 @@
+import HeapGenTestSupport
 import XCTest
 @testable import HeapGenTrace
 

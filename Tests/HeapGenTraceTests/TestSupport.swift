@@ -21,23 +21,6 @@ final class TemporaryDirectory {
     }
 }
 
-/// Deterministic RNG (SplitMix64) so fuzz failures reproduce.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 let sampleProcess = ProcessRecord(pid: 4242, ppid: 1, origin: .root, executable: "/usr/bin/app",
                                   arguments: ["app", "--flag", "ünïcødé 🚀"], startUnixNanoseconds: 1_700_000_000_123_456_789)
 
