@@ -5,7 +5,6 @@ import HeapGenAnalysis
 import HeapGenDiff
 import HeapGenExport
 import HeapGenRecord
-import HeapGenTrace
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -84,38 +83,24 @@ struct ExportCommand: ParsableCommand {
         reportSalvagedTraces()
         // The output is made only now, with the trace read: a trace that cannot be read
         // leaves no empty file behind. Its pieces are written as they are made.
-        let fd: Int32
-        if let output {
-            fd = PrivateOutputFile.open(output)
-            if fd < 0 { throw cannotWrite(String(cString: strerror(-fd))) }
-        } else {
-            fd = 1
-        }
-        defer { if output != nil { close(fd) } }
-        struct WriteFailure: Error { var problem: String }
-        let sink: ([UInt8]) throws -> Void = { bytes in
-            if let problem = bytes.withUnsafeBytes({ OutputFile.writeAll($0, to: fd) }) { throw WriteFailure(problem: problem) }
-        }
         let notes: [String]
         do {
-            notes = try TerminalProgress.whileReadingTraces {
-                switch format {
-                case .pprof:
-                    try PprofExport.write(profile, to: sink)
-                case .collapsed:
-                    try CollapsedExport.write(profile, sample: sample.flatMap(HeapSample.init(rawValue:)) ?? .inuseSpace, to: sink)
+            notes = try OutputFile.writing(to: output) { sink in
+                try TerminalProgress.whileReadingTraces {
+                    switch format {
+                    case .pprof:
+                        try PprofExport.write(profile, to: sink)
+                    case .collapsed:
+                        try CollapsedExport.write(profile, sample: sample.flatMap(HeapSample.init(rawValue:)) ?? .inuseSpace, to: sink)
+                    }
                 }
             }
-        } catch let failure as WriteFailure {
-            throw cannotWrite(failure.problem)
+        } catch let failure as OutputFile.Failure {
+            standardError("heapgen: cannot write \(output ?? "standard output"): \(failure.problem)\n")
+            throw ExitCode(ExitCodes.heapgenFailed)
         } catch {
             throw pointOrTraceFailure(error)
         }
         for note in notes { standardError("heapgen: note: \(note)\n") }
-    }
-
-    private func cannotWrite(_ problem: String) -> ExitCode {
-        standardError("heapgen: cannot write \(output ?? "standard output"): \(problem)\n")
-        return ExitCode(ExitCodes.heapgenFailed)
     }
 }

@@ -45,6 +45,13 @@ enum OutputFile {
     /// `PrivateOutputFile`) or, with no path, to standard output unbuffered; returns a
     /// description of the failure, or nil.
     static func write(_ bytes: UnsafeRawBufferPointer, to path: String?) -> String? {
+        withDescriptor(for: path) { writeAll(bytes, to: $0) }
+    }
+
+    /// Calls `body` with a descriptor for `path`, opened as ``write(_:to:)`` opens it and
+    /// closed after (standard output with no path); returns the failure to open it, or what
+    /// `body` returns (a description of a failure, or nil).
+    static func withDescriptor(for path: String?, _ body: (Int32) throws -> String?) rethrows -> String? {
         let fd: Int32
         if let path {
             fd = PrivateOutputFile.open(path)
@@ -53,7 +60,30 @@ enum OutputFile {
             fd = 1
         }
         defer { if path != nil { close(fd) } }
-        return writeAll(bytes, to: fd)
+        return try body(fd)
+    }
+
+    /// A failure to write output given in pieces (``writing(to:)``): its description.
+    struct Failure: Error {
+        var problem: String
+    }
+
+    /// Output written in pieces as it is made: `body` gets a sink that writes each piece to
+    /// `path` (see ``withDescriptor(for:_:)``) and throws ``Failure`` when one cannot be;
+    /// it must not be used once `body` has returned (the file is closed then).
+    ///
+    /// - Throws: ``Failure`` if `path` cannot be opened or written, or what `body` throws.
+    static func writing<T>(to path: String?, _ body: (_ sink: @escaping ([UInt8]) throws -> Void) throws -> T) throws -> T {
+        var result: T?
+        if let problem = try withDescriptor(for: path, { fd in
+            result = try body { piece in
+                if let problem = piece.withUnsafeBytes({ writeAll($0, to: fd) }) { throw Failure(problem: problem) }
+            }
+            return nil
+        }) {
+            throw Failure(problem: problem)
+        }
+        return result!
     }
 
     /// `write(_:to:)` for bytes.
