@@ -96,7 +96,7 @@ public struct HeapProfile: Sendable {
         /// reached (the last mark of a label is the one), so kept apart until the end.
         var inuse: [UInt64: (objects: Int64, bytes: Int64)] = [:]
         var pointEpochLimit: Int?   // allocations of epochs below this are before the point
-        func key(_ site: Int, _ epoch: Int) -> UInt64 { UInt64(site) << 32 | UInt64(epoch) }
+        let key = SiteEpochCounts.key
         func takeInuse(_ replay: LiveHeapReplay) {
             inuse = [:]
             replay.forEachLiveBlock { b in
@@ -224,13 +224,6 @@ public struct HeapProfile: Sendable {
             return m.label.isEmpty || uses[m.label, default: 0] > 1 ? "\(m.label.isEmpty ? "" : m.label + " ")#\(m.index)" : m.label
         }
     }
-
-    /// Values per site, all generations summed.
-    public var valuesBySite: [Int: HeapValues] {
-        var out: [Int: HeapValues] = [:]
-        for s in samples { out[s.site] = (out[s.site] ?? HeapValues()) + s.values }
-        return out
-    }
 }
 
 /// Allocations per (site, epoch) of a trace: a site's counts of its latest epoch in arrays
@@ -246,7 +239,8 @@ struct SiteEpochCounts {
     /// Entries: (site, epoch) pairs with allocations.
     var count: Int { objects.count + earlier.count }
 
-    private static func key(_ site: Int, _ epoch: Int) -> UInt64 { UInt64(site) << 32 | UInt64(UInt32(truncatingIfNeeded: epoch)) }
+    /// The key of (`site`, `epoch`): `site << 32 | epoch`.
+    static func key(_ site: Int, _ epoch: Int) -> UInt64 { UInt64(site) << 32 | UInt64(UInt32(truncatingIfNeeded: epoch)) }
 
     /// Counts an allocation of `bytes` at `site` in `epoch` (epochs of a site never go back).
     mutating func add(site: Int, epoch e: Int, bytes size: Int64) {
