@@ -32,12 +32,7 @@ public enum CollapsedExport {
 
         var tree = NameTree()
         // Per distinct address: its frames' names, outermost (the containing function) first.
-        let entryNames = addresses.map { a in
-            a.frames.reversed().map { f in
-                tree.name(clean(f.shortFunction ?? f.function
-                    ?? StackSymbolication.unknownName(module: f.module, offset: a.moduleOffset, address: f.address)))
-            }
-        }
+        let entryNames = addresses.map { $0.frameNames.reversed().map { tree.name(clean($0)) } }
         table.rewind()
         try profile.forEachStack(including: counts) { frames, position, samples in
             let entries = table.add(frames, at: position)

@@ -15,6 +15,18 @@ public struct SymbolicatedAddress: Sendable, Equatable {
 
     /// `address - loadBias` of ``module``: stable across runs of one build (ASLR moves only the bias).
     public var moduleOffset: UInt64? { module.map { address &- $0.loadBias } }
+
+    /// The names of ``frames`` for people, as ``SymbolicatedStack/name(ofFrame:)`` gives them.
+    public var frameNames: [String] {
+        frames.map { Self.name(of: $0, moduleOffset: moduleOffset) }
+    }
+
+    /// A frame's short function name, else `module+0xOFFSET` (the module's file name), else
+    /// the address.
+    static func name(of frame: SymbolicatedFrame, moduleOffset: UInt64?) -> String {
+        frame.shortFunction ?? frame.function
+            ?? StackSymbolication.unknownName(module: frame.module, offset: moduleOffset, address: frame.address)
+    }
 }
 
 /// A symbolicated stack: its addresses, innermost first.
@@ -39,9 +51,7 @@ public struct SymbolicatedStack: Sendable, Equatable {
     /// A frame's name for people: its short function name, else `module+0xOFFSET`
     /// (the module's file name), else the address.
     public func name(ofFrame i: Int) -> String {
-        let f = frames[i]
-        if let s = f.shortFunction ?? f.function { return s }
-        return StackSymbolication.unknownName(module: f.module, offset: moduleOffsets[i], address: f.address)
+        SymbolicatedAddress.name(of: frames[i], moduleOffset: moduleOffsets[i])
     }
 }
 
