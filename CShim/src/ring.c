@@ -35,6 +35,9 @@ int hg_holds_slot(void)
  * the collector is gone. */
 static int wait_for_space(uint64_t pos)
 {
+    /* free() must leave errno as it was (POSIX 2024, glibc): the sleeps
+     * and the liveness check below may set it. */
+    const int saved_errno = errno;
     hg_header *h = g_hg.hdr;
     const uint64_t slots = g_hg.ring_mask + 1;
     uint64_t start = hg_clock_ns(), last_check = start;
@@ -72,6 +75,7 @@ static int wait_for_space(uint64_t pos)
         }
     }
     __atomic_fetch_add(&h->wait_ns, hg_clock_ns() - start, __ATOMIC_RELAXED);
+    errno = saved_errno;
     return !h->detached;
 }
 

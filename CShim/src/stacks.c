@@ -37,6 +37,7 @@
  * its stack that could be stored: that would name an outer function as the
  * allocating one.)
  */
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include "shim.h"
@@ -124,6 +125,7 @@ static int await_release(uint64_t epoch)
     hg_header *h = g_hg.hdr;
     if (hg_holds_slot() || h->detached || __atomic_load_n(&gave_up_in, __ATOMIC_RELAXED) == gave_up_key(epoch))
         return 0;
+    const int saved_errno = errno;   /* the program's, whatever nanosleep or kill leave */
     const uint64_t start = hg_clock_ns();
     uint64_t last_check = start;
     __atomic_fetch_add(&h->wait_count, 1, __ATOMIC_RELAXED);
@@ -149,6 +151,7 @@ static int await_release(uint64_t epoch)
     __atomic_fetch_add(&h->wait_ns, hg_clock_ns() - start, __ATOMIC_RELAXED);
     if (!ok)
         __atomic_store_n(&gave_up_in, gave_up_key(epoch), __ATOMIC_RELAXED);
+    errno = saved_errno;
     return ok;
 }
 
