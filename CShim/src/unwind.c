@@ -16,8 +16,8 @@
  * Where nothing sound is left (a rule we cannot express, an unreadable slot)
  * the stack stops there and is reported cut short (counted).
  *
- * The outer frames a walk shares with the thread's last one are followed
- * without rules: see "The shadow of the last stack" below.
+ * The outer frames a walk shares with the thread's last one are checked
+ * instead of walked: see "The shadow of the last stack" below.
  *
  * Why no libunwind: its memory validation opens a pipe inside the target and
  * reads and writes it, on descriptor numbers the program may later own.  This
@@ -951,160 +951,10 @@ walk_slow(cache_entry *c, uint64_t tag, walk w, uintptr_t *pcs, int n, int max, 
     return n;
 }
 
-/* ------------------------------------------------------------------------
- * The shadow of the last stack (per thread)
- *
- * Consecutive allocations of a thread mostly share the outer part of their
- * stacks.  Each thread keeps the outermost SHADOW_MAX frames of its last
- * complete walk: for each frame its state (pc, SP = the callee's CFA, RBP)
- * and the slots its rule read.  A frame's successor is a pure function of
- * that state, its rule (a pure function of pc within an epoch) and the
- * stack words the rule reads.  So when a new walk reaches a frame whose
- * state equals a kept one (RBP compared only where the rest of the kept
- * walk depends on it), the rest follows by loading the same slots and
- * comparing them with the kept values: equal loads give the same frames,
- * without a rule lookup.  The first difference (a longjmp, a coroutine's
- * other stack, a frame reused by another call) hands the walk back to the
- * ordinary loop at that frame.  Nothing is trusted that is not read again:
- * the shadow only saves rule lookups, so it is as sound as the walk itself.
- *
- * Bounds: a kept slot was inside [lo, hi) of its walk; it is re-checked
- * against this walk's lo, and hi must be the same (one stack).  A dlclose
- * bumps the epoch, which invalidates the shadow with the rule cache.
- *
- * Re-entrancy: a signal handler that interrupts hg_unwind on this thread
- * finds `busy` set and walks without the shadow (neither reads nor writes
- * it).  Walks that end in walk_slow or at `max` are not kept.
- *
- * Used from frame SHADOW_SKIP on, on deep stacks only (see below).
- *
- * Size: 2 x 32 frames x 32 bytes of initial-exec TLS per thread (kept
- * small: static TLS comes out of every thread's stack).
- * ---------------------------------------------------------------------- */
-
-#define SHADOW_MAX  32          /* a power of two: `fresh` is a ring */
-/* Keeping the shadow costs about as much per walk as a few cached rules, and
- * following a kept frame saves a fraction of one: it pays on deep stacks
- * only (measured, target CPU: 22-25-frame stacks 0.57 -> 0.38 s; the 8-11
- * frame bench 10 % worse when every walk used it, unchanged now).  So the
- * first SHADOW_SKIP frames are walked with rules only, in hg_unwind's own
- * loop, which goes on without the shadow unless the thread's last walk past
- * SHADOW_SKIP had at least SHADOW_MIN_DEPTH frames. */
-#define SHADOW_SKIP      8
-#define SHADOW_MIN_DEPTH 16
-/* Low bits of shadow_frame.at (slot addresses are 8-aligned). */
-#define SA_USES_RBP 1u          /* the frame's rule reads RBP (CFA = RBP + off, or no FDE) */
-#define SA_NOFDE    2u          /* no FDE: a frame-pointer frame                          */
-#define SA_DEP      4u          /* the kept walk from here on depends on this frame's RBP */
-#define SA_FLAGS    7u
-
-typedef struct shadow_frame {
-    uintptr_t pc, sp, rbp;
-    uintptr_t at;               /* where the caller's RBP was loaded (0: kept), | SA_* */
-} shadow_frame;
-
-typedef struct shadow_state {
-    uint32_t busy;              /* an hg_unwind of this thread is using it */
-    uint32_t n;                 /* frames kept; f[0] is the outermost */
-    uint32_t epoch;             /* hg_epoch they were walked in */
-    uint32_t last_depth;        /* frames of this thread's last walk that reached walk_deep */
-    unsigned long joined, left; /* walks that joined the kept frames / left them again */
-    uintptr_t hi;               /* top of the stack they were checked against */
-    uintptr_t end_ra_at;        /* the outermost frame's zero return address slot (0: ended by its rule) */
-    shadow_frame f[SHADOW_MAX];
-    shadow_frame fresh[SHADOW_MAX];   /* this walk's frames, ring by walk index */
-} shadow_state;
-
-static __thread shadow_state hg_shadow __attribute__((tls_model("initial-exec")));
-static _Atomic int hg_shadow_off;
-
-void hg_unwind_set_shadow(int on) {
-    atomic_store_explicit(&hg_shadow_off, !on, memory_order_relaxed);
-}
-
-int hg_unwind_get_shadow(void) {
-    return !atomic_load_explicit(&hg_shadow_off, memory_order_relaxed);
-}
-
-void hg_unwind_shadow_stats(unsigned long *joined, unsigned long *left) {
-    *joined = hg_shadow.joined;
-    *left = hg_shadow.left;
-}
-
-static inline uintptr_t shadow_at(hg_rule r, uintptr_t rbp_at) {
-    uintptr_t a = (r.flags & RF_RBP_SAVED) ? rbp_at : 0;
-    if (r.flags & (RF_CFA_RBP | RF_NOFDE)) a |= SA_USES_RBP;
-    if (r.flags & RF_NOFDE) a |= SA_NOFDE;
-    return a;
-}
-
-/* A frame for the shadow.  RBP is kept only where the frame's rule reads it
- * (then it is a frame pointer, into the stack): elsewhere RBP may be any
- * register value, a heap pointer among them, and a stale copy in TLS would
- * be a false root for the leak scan (heapgen record --leaks). */
-static inline shadow_frame shadow_fresh(uintptr_t pc, uintptr_t sp, uintptr_t rbp, uintptr_t at) {
-    return (shadow_frame){ pc, sp, (at & SA_USES_RBP) ? rbp : 0, at };
-}
-
-/* Keep the walk that just completed: its fresh frames (k of them, the last
- * SHADOW_MAX in the ring), below kept frames f[0..base) it verified (base 0:
- * none).  Then mark the frames whose RBP the rest depends on. */
-static void shadow_keep(shadow_state *S, uint32_t base, int k, uintptr_t end_ra_at, int base_from_old) {
-    uint32_t m = base;
-    for (int i = k - 1; i >= 0 && m < SHADOW_MAX && k - i <= SHADOW_MAX; i--)
-        S->f[m++] = S->fresh[(unsigned)i & (SHADOW_MAX - 1)];
-    if (!base_from_old) S->end_ra_at = end_ra_at;
-    /* f[0] decides with its own RBP if its rule reads it; every other frame
-     * also when its caller's RBP is its own (not reloaded) and needed. */
-    for (uint32_t r = base; r < m; r++) {
-        uintptr_t a = S->f[r].at & ~(uintptr_t)SA_DEP;
-        bool dep = (a & SA_USES_RBP) != 0;
-        if (r > 0 && !(a & ~(uintptr_t)SA_FLAGS) && (S->f[r - 1].at & SA_DEP)) dep = true;
-        S->f[r].at = a | (dep ? SA_DEP : 0);
-        /* Passed through (not read here, not reloaded): the caller's, which
-         * is kept since it is needed (see shadow_fresh for why no other). */
-        if (dep && !(a & SA_USES_RBP)) S->f[r].rbp = S->f[r - 1].rbp;
-    }
-    S->n = m;
-}
-
-/* Follow kept frames from f[r] (whose state the walk has, RBP in *rbp) to
- * f[0], appending their pcs, while every slot reads what was kept.
- * Returns -1 when the kept walk's end was reached (a complete stack), -2 at
- * `max` (truncated), else the frame whose successor differs; *n and *rbp
- * are then that frame's.  Slots lie above the joined frame's SP, so only
- * the saved-RBP slot (it may sit below its CFA) needs a check against lo. */
-static int __attribute__((noinline))
-shadow_follow(const shadow_frame *f, int r, uintptr_t lo, uintptr_t *rbp_io, uintptr_t *pcs, int *n_io, int max) {
-    uintptr_t rbp = *rbp_io;
-    int n = *n_io;
-    int ret;
-    for (;; r--) {
-        const uintptr_t rbp_at = f[r].at & ~(uintptr_t)SA_FLAGS;
-        if (hg_unlikely(rbp_at != 0 && rbp_at < lo)) { ret = r; break; }
-        if (r == 0) {
-            const uintptr_t ra_at = hg_shadow.end_ra_at;
-            ret = ra_at == 0 || *(const uintptr_t *)ra_at == 0 ? -1 : 0;
-            break;
-        }
-        const shadow_frame *g = &f[r - 1];
-        if (*(const uintptr_t *)(g->sp - 8) != g->pc) { ret = r; break; }
-        const uintptr_t nrbp = rbp_at ? *(const uintptr_t *)rbp_at : rbp;
-        if ((g->at & SA_DEP) && nrbp != g->rbp) { ret = r; break; }
-        if (n == max) { ret = -2; break; }
-        rbp = nrbp;
-        pcs[n++] = g->pc;
-    }
-    *rbp_io = rbp;
-    *n_io = n;
-    return ret;
-}
-
-/* One frame by its cached rule, in the two fast loops (hg_unwind's first
- * frames, walk_stack's with the shadow): STEP_ON when the rule takes the walk
- * to a caller whose return-address slot (and saved-RBP slot, if any) lies in
- * the known stack, STEP_END at the outermost frame, STEP_SLOW when the frame
- * needs walk_slow. */
+/* One frame by its cached rule, in hg_unwind's loop: STEP_ON when the rule
+ * takes the walk to a caller whose return-address slot (and saved-RBP slot,
+ * if any) lies in the known stack, STEP_END at the outermost frame,
+ * STEP_SLOW when the frame needs walk_slow. */
 enum { STEP_ON, STEP_END, STEP_SLOW };
 
 static inline uintptr_t rule_cfa(hg_rule r, uintptr_t sp, uintptr_t rbp) {
@@ -1145,123 +995,168 @@ static inline int rule_step(hg_rule r, uintptr_t sp, uintptr_t rbp, uintptr_t lo
     return STEP_ON;
 }
 
-typedef struct walk_env {
-    cache_entry *c;
-    uint64_t tag;
-    uint32_t epoch;             /* hg_epoch, of which tag holds the low bits */
-    uintptr_t lo, hi;
-    uintptr_t slots;            /* fast_slots(lo, hi) */
-} walk_env;
+/* ------------------------------------------------------------------------
+ * The shadow of the last stack (per thread)
+ *
+ * Consecutive allocations of a thread mostly share the outer part of their
+ * stacks.  Each thread keeps the outermost SHADOW_MAX frames of its last
+ * complete walk.  A frame's successor is a pure function of its state (pc,
+ * SP = the callee's CFA, RBP), its rule (a pure function of pc within an
+ * epoch) and the stack words the rule reads.  So when a walk reaches a frame
+ * whose pc and SP equal a kept frame's (and whose RBP does, where the rest
+ * depends on it), the rest of the stack is the kept one exactly if every
+ * slot the walk from there would load still holds what it held: the return
+ * address below each kept frame's SP, and the saved RBP where a frame
+ * beyond depends on it.  Those addresses are known in advance, so they are
+ * checked in one loop of independent loads, without a rule lookup and
+ * without the walk's frame-after-frame wait for a rule and then for the
+ * slot it names.  Any difference (a longjmp, a coroutine's other stack, a
+ * frame reused by another call) hands the walk back to the rules at the
+ * frame that joined.  Nothing is trusted that is not read again: the shadow
+ * only saves rule lookups, so it is as sound as the walk itself.
+ *
+ * Which RBPs matter is worked out when frames are kept (shadow_fill): a
+ * frame's RBP matters if its rule reads it, or if its step passes it on
+ * unchanged to an outer frame whose RBP matters.  Only those are kept (see
+ * fresh_frame).
+ *
+ * Cheap enough for every walk: looking for a join is one compare of SP per
+ * frame, the kept frames stay where they are (outermost first), and only
+ * the frames a walk took by rule are copied in when it completes (from
+ * `fresh`, a ring of them by walk index).  Measured (program CPU, 10 M
+ * pairs, median of 9 interleaved rounds): 8-11-frame stacks no worse than
+ * rules only; 22-25-frame stacks 0.468 -> 0.428 s against the previous
+ * shadow, which only deep stacks used.
+ *
+ * Bounds: a kept slot was inside [lo, hi) of its walk; hi must be the same
+ * (one stack), and the slots lie above the joined frame's SP, inside this
+ * walk's [lo, hi) (a saved-RBP slot below its own frame's SP is not kept).
+ * A dlclose bumps the epoch, which retires the shadow with the rule cache.
+ *
+ * Re-entrancy: a signal handler that interrupts hg_unwind on this thread
+ * finds `busy` set and walks by rules only (it neither reads nor writes the
+ * shadow).  Walks that end in walk_slow or at `max` are not kept (the last
+ * one kept stays).
+ *
+ * Size: about 2.1 KiB of initial-exec TLS per thread (kept small: static
+ * TLS comes out of every thread's stack).
+ * ---------------------------------------------------------------------- */
 
-/* The walk proper; S: this thread's shadow, or NULL (nested, or off). */
-static int walk_stack(const walk_env *e, shadow_state *const S, uintptr_t pc, uintptr_t sp, uintptr_t rbp,
-                      bool guessed, uintptr_t *pcs, int n, int max, int *truncated) {
-    cache_entry *const c = e->c;
-    const uint64_t tag = e->tag;
-    const uintptr_t lo = e->lo, hi = e->hi, slots = e->slots;
+#define SHADOW_MAX 32             /* a power of two: `fresh` is a ring */
+/* fresh.rbp_src's low bits (slot addresses are 8-aligned) and flags[]. */
+#define SF_USES_RBP 1u          /* the frame's rule reads RBP (CFA = RBP + off, or no FDE) */
+#define SF_RELEVANT 2u          /* flags[] only: the frames from this one outward depend on its RBP */
 
-    /* Frame i: pc = its return address, sp = the callee's CFA, rbp = its RBP. */
-    int k = 0;                      /* fresh frames (walked with rules) */
-    int cur = -1;                   /* kept frame to compare with next  */
-    uint32_t base = 0;              /* kept frames the walk verified     */
-    bool from_old = false;
-    if (S && S->n && S->hi == hi && S->epoch == e->epoch) cur = (int)S->n - 1;
-    for (;;) {
-        pcs[n++] = pc;
-        if (cur >= 0) {
-            while (cur >= 0 && S->f[cur].sp < sp) cur--;
-            if (cur >= 0 && S->f[cur].sp == sp && S->f[cur].pc == pc &&
-                (!(S->f[cur].at & SA_DEP) || S->f[cur].rbp == rbp)) {
-                /* Frame cur onwards as kept, as long as every slot reads the same. */
-                S->joined++;
-                uintptr_t frbp = rbp;
-                const int r = shadow_follow(S->f, cur, lo, &frbp, pcs, &n, max);
-                if (r < 0) {
-                    if (r == -2) { *truncated = HG_UNWIND_TRUNC_MAX; return n; }
-                    base = (uint32_t)cur + 1;
-                    from_old = true;
-                    goto keep;
-                }
-                /* Frame r differs from here on: it was reached as kept (its
-                 * state is exact); hand the frames cur..r+1 to the fresh
-                 * ring, with this walk's RBPs, so a completed walk can still
-                 * be kept, and walk on from frame r. */
-                S->left++;
-                for (int j = cur; j > r; j--) {
-                    shadow_frame fr = S->f[j];
-                    fr.rbp = (fr.at & SA_USES_RBP) ? rbp : 0;
-                    const uintptr_t at = fr.at & ~(uintptr_t)SA_FLAGS;
-                    if (at) rbp = *(const uintptr_t *)at;
-                    guessed = (fr.at & SA_NOFDE) != 0;
-                    S->fresh[(unsigned)k++ & (SHADOW_MAX - 1)] = fr;
-                }
-                pc = S->f[r].pc;
-                sp = S->f[r].sp;
-                cur = -1;
-            }
-        }
-        const hg_rule r = rule_get(c, tag, pc);
-        const int how = rule_step(r, sp, rbp, lo, slots);
-        if (hg_unlikely(how != STEP_ON)) {
-            if (how == STEP_SLOW) break;
-            if (S) {
-                S->fresh[(unsigned)k++ & (SHADOW_MAX - 1)] = shadow_fresh(pc, sp, rbp, shadow_at(r, 0));
-                shadow_keep(S, 0, k, 0, 0);
-                S->epoch = e->epoch;
-                S->hi = hi;
-            }
-            return n;
-        }
-        const uintptr_t cfa = rule_cfa(r, sp, rbp);
-        const uintptr_t ra_at = cfa - 8;
-        const uintptr_t rbp_at = cfa + (uintptr_t)(intptr_t)r.rbp_off;
-        if (S) S->fresh[(unsigned)k++ & (SHADOW_MAX - 1)] = shadow_fresh(pc, sp, rbp, shadow_at(r, rbp_at));
-        if (r.flags & RF_RBP_SAVED) rbp = *(const uintptr_t *)rbp_at;
-        pc = *(const uintptr_t *)ra_at;
-        sp = cfa;
-        guessed = (r.flags & RF_NOFDE) != 0;
-        if (pc == 0) {                                          /* outermost frame */
-            if (S) {
-                shadow_keep(S, 0, k, ra_at, 0);
-                S->epoch = e->epoch;
-                S->hi = hi;
-            }
-            return n;
-        }
-        if (n == max) { *truncated = HG_UNWIND_TRUNC_MAX; return n; }
-    }
-    /* Frame n-1 needs more than the loop does: redo it, checked. */
-    {
-        const walk w = { pc, sp, rbp, lo, hi, false, guessed };
-        return walk_slow(c, tag, w, pcs, n, max, truncated);
-    }
-keep:
-    /* Verified down to the kept outermost frame: keep the fresh frames
-     * above the one the walk joined at. */
-    shadow_keep(S, base, k, 0, from_old);
-    return n;
+/* A frame as a walk takes it by rule. RBP only where the rule reads it
+ * (then it is a frame pointer, into the stack): elsewhere RBP may hold any
+ * value, a heap pointer among them, and a stale copy in TLS would be a
+ * false root for the leak scan (heapgen record --leaks). */
+typedef struct fresh_frame {
+    uintptr_t pc, sp, rbp;
+    uintptr_t rbp_src;          /* the slot its step loaded the caller's RBP from (0: passed on) | SF_USES_RBP */
+} fresh_frame;
+
+/* The kept frames, outermost first (k = 0 is the outermost frame). To
+ * follow them from frame j, every k < j must read as kept: the slot below
+ * sp[k] still holds pc[k] (the return address the inner frame's step
+ * loaded), and *chk[k] still holds rbp[k] (the RBP it loaded for frame k,
+ * where frame k or a frame beyond depends on it; else chk[k] points at a
+ * zero). */
+typedef struct shadow_state {
+    uint32_t busy;              /* an hg_unwind of this thread is using it */
+    uint32_t n;                 /* frames kept */
+    uint32_t epoch;             /* hg_epoch they were walked in */
+    uintptr_t hi;               /* top of the stack they were checked against */
+    const uintptr_t *end_chk;   /* the outermost frame's zero return-address slot (or a zero) */
+    unsigned long joined, left; /* walks that joined the kept frames / found a slot that differed */
+    uintptr_t pc[SHADOW_MAX], sp[SHADOW_MAX], rbp[SHADOW_MAX];
+    const uintptr_t *chk[SHADOW_MAX];
+    uint8_t flags[SHADOW_MAX];
+    fresh_frame fresh[SHADOW_MAX];  /* this walk's frames by walk index, a ring */
+} shadow_state;
+
+static __thread shadow_state hg_shadow __attribute__((tls_model("initial-exec")));
+static _Atomic int hg_shadow_off;
+static const uintptr_t shadow_zero = 0;
+
+void hg_unwind_set_shadow(int on) {
+    atomic_store_explicit(&hg_shadow_off, !on, memory_order_relaxed);
 }
 
-/* Frames SHADOW_SKIP and up, with this thread's shadow (shadow_ready). */
-static int __attribute__((noinline))
-walk_deep(const walk_env *e, uintptr_t pc, uintptr_t sp, uintptr_t rbp, bool guessed,
-          uintptr_t *pcs, int n, int max, int *truncated) {
-    shadow_state *S = &hg_shadow;
-    S->busy = 1;
-    atomic_signal_fence(memory_order_seq_cst);
-    n = walk_stack(e, S, pc, sp, rbp, guessed, pcs, n, max, truncated);
-    atomic_signal_fence(memory_order_seq_cst);
-    S->last_depth = (uint32_t)n;
-    S->busy = 0;
-    return n;
+int hg_unwind_get_shadow(void) {
+    return !atomic_load_explicit(&hg_shadow_off, memory_order_relaxed);
 }
 
-/* The shadow may be used: no walk of this thread is using it (a signal
- * handler nested in hg_unwind walks without), it is on, and the thread's
- * last deep walk was deep enough for it to pay. */
-static inline bool shadow_ready(void) {
-    return !hg_shadow.busy && hg_shadow.last_depth >= SHADOW_MIN_DEPTH &&
-           !atomic_load_explicit(&hg_shadow_off, memory_order_relaxed);
+void hg_unwind_shadow_stats(unsigned long *joined, unsigned long *left) {
+    *joined = hg_shadow.joined;
+    *left = hg_shadow.left;
+}
+
+#define FRESH(K, i) ((K)->fresh[(uint32_t)(i) & (SHADOW_MAX - 1)])
+
+static inline fresh_frame fresh_of(hg_rule r, uintptr_t pc, uintptr_t sp, uintptr_t rbp, uintptr_t rbp_at) {
+    const bool uses = (r.flags & (RF_CFA_RBP | RF_NOFDE)) != 0;
+    return (fresh_frame){ pc, sp, uses ? rbp : 0,
+                          ((r.flags & RF_RBP_SAVED) ? rbp_at : 0) | (uses ? SF_USES_RBP : 0) };
+}
+
+/* Kept frames k (from `from` to K->n - 1) out of walk frames: frame k is
+ * walk frame w(k) = top - k, whose inner neighbour's step loaded its RBP
+ * (rbp_src of walk frame w(k) - 1, when that is still in the ring). Each
+ * frame's relevance follows from its outer neighbour's, so they are made
+ * outermost first. */
+static void shadow_fill(shadow_state *K, int from, int n, int top) {
+    for (int k = from; k < n; k++) {
+        const fresh_frame *f = &FRESH(K, top - k);
+        const bool uses = (f->rbp_src & SF_USES_RBP) != 0;
+        /* Where this frame's RBP came from: the inner neighbour's step
+         * (walk frame top - k - 1: in the ring unless this is the innermost
+         * kept frame, whose RBP a join compares itself). */
+        const uintptr_t src = k + 1 < n ? FRESH(K, top - k - 1).rbp_src & ~(uintptr_t)SF_USES_RBP : 0;
+        bool relevant = uses;
+        uintptr_t rbp = f->rbp;
+        if (!relevant && k > 0 && (K->flags[k - 1] & SF_RELEVANT) && K->chk[k - 1] == &shadow_zero) {
+            /* passed on unchanged to an outer frame that depends on it */
+            relevant = true;
+            rbp = K->rbp[k - 1];
+        }
+        if (hg_unlikely(relevant && src != 0 && src < FRESH(K, top - k - 1).sp)) {
+            /* A saved-RBP slot below its frame's SP (CFI no compiler
+             * writes): a join further in would read it unchecked. */
+            n = k;
+            break;
+        }
+        K->pc[k] = f->pc;
+        K->sp[k] = f->sp;
+        K->rbp[k] = relevant ? rbp : 0;
+        K->flags[k] = (uint8_t)((uses ? SF_USES_RBP : 0) | (relevant ? SF_RELEVANT : 0));
+        K->chk[k] = relevant && src != 0 ? (const uintptr_t *)src : &shadow_zero;
+    }
+    K->n = (uint32_t)n;
+}
+
+/* A walk of n frames completed by rule (the last one's step loaded a zero
+ * return address from end_ra_at, or its rule ended the stack: 0): its
+ * outermost SHADOW_MAX frames are kept. */
+static void shadow_replace(shadow_state *K, int n, uint32_t epoch, uintptr_t hi, uintptr_t end_ra_at) {
+    K->epoch = epoch;
+    K->hi = hi;
+    K->end_chk = end_ra_at != 0 ? (const uintptr_t *)end_ra_at : &shadow_zero;
+    shadow_fill(K, 0, n < SHADOW_MAX ? n : SHADOW_MAX, n - 1);
+}
+
+/* The fresh frames of a walk that joined the kept frames at f[j] as its
+ * frame `at` and found every kept slot as it was: they go below frame j,
+ * as many as fit, and frame j's RBP now comes from frame at - 1's step. */
+static void shadow_splice(shadow_state *K, int j, int at) {
+    K->chk[j] = &shadow_zero;
+    if (at > 0 && (K->flags[j] & SF_RELEVANT)) {
+        const uintptr_t src = FRESH(K, at - 1).rbp_src & ~(uintptr_t)SF_USES_RBP;
+        if (src != 0 && src >= FRESH(K, at - 1).sp) K->chk[j] = (const uintptr_t *)src;
+        else if (src != 0) { K->n = (uint32_t)j; return; }   /* see shadow_fill */
+    }
+    const int n = j + 1 + at < SHADOW_MAX ? j + 1 + at : SHADOW_MAX;
+    shadow_fill(K, j + 1, n, at + j);
 }
 
 int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated) {
@@ -1281,46 +1176,83 @@ int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated
     const uint32_t epoch = atomic_load_explicit(&hg_epoch, memory_order_relaxed);
     const uint64_t tag = (uint64_t)(epoch & 0xffff) << KEY_PC_BITS;
 
-    /* Frame i: pc = its return address, sp = the callee's CFA, rbp = its RBP.
-     * The first SHADOW_SKIP frames here, with rules only; the rest in
-     * walk_deep (the same loop, with the shadow). */
+    /* The shadow: K is NULL when a walk of this thread is already using it
+     * (we interrupted it) or it is off; j is the kept frame to compare
+     * with next, innermost first (-1: none left, or one differed). */
+    shadow_state *K = &hg_shadow;
+    int j = -1;
+    if (hg_likely(!K->busy) && !atomic_load_explicit(&hg_shadow_off, memory_order_relaxed)) {
+        K->busy = 1;
+        atomic_signal_fence(memory_order_seq_cst);
+        if (K->n != 0 && K->epoch == epoch && K->hi == hi) j = (int)K->n - 1;
+    } else {
+        K = NULL;
+    }
+
+    /* Frame n: pc = its return address, sp = the callee's CFA, rbp = its RBP. */
     uintptr_t pc = st->pc, sp = st->cfa, rbp = st->rbp;
     bool guessed = false;
-    bool deep = false;              /* past SHADOW_SKIP without the shadow */
     int n = 0;
     for (;;) {
-        if (hg_unlikely(n == SHADOW_SKIP)) {
-            if (shadow_ready()) {
-                const walk_env e = { c, tag, epoch, lo, hi, slots };
-                return walk_deep(&e, pc, sp, rbp, guessed, pcs, n, max, truncated);
+        pcs[n] = pc;
+        if (j >= 0) {
+            /* Kept frames lie at rising SPs outward, as ours do: skip those
+             * below this one. */
+            while (j >= 0 && K->sp[j] < sp) j--;
+            if (j >= 0 && K->sp[j] == sp && K->pc[j] == pc) {
+                K->joined++;
+                if ((!(K->flags[j] & SF_RELEVANT) || rbp == K->rbp[j]) && n + j < max) {
+                    /* Every slot the walk from here would load, against what
+                     * it held: independent loads, one branch. */
+                    uintptr_t d = *K->end_chk;
+                    for (int k = 0; k < j; k++)
+                        d |= (*(const uintptr_t *)(K->sp[k] - 8) ^ K->pc[k]) | (*K->chk[k] ^ K->rbp[k]);
+                    if (d == 0) {
+                        for (int k = j - 1; k >= 0; k--) pcs[++n] = K->pc[k];
+                        n++;
+                        shadow_splice(K, j, n - 1 - j);
+                        goto out;
+                    }
+                }
+                K->left++;
+                j = -1;                 /* frame n differs from here on: rules */
             }
-            deep = true;
         }
-        pcs[n++] = pc;
         const hg_rule r = rule_get(c, tag, pc);
         const int how = rule_step(r, sp, rbp, lo, slots);
         if (hg_unlikely(how != STEP_ON)) {
             if (how == STEP_SLOW) break;
+            if (K != NULL) {
+                FRESH(K, n) = fresh_of(r, pc, sp, rbp, 0);
+                shadow_replace(K, n + 1, epoch, hi, 0);
+            }
+            n++;
             goto out;
         }
         const uintptr_t cfa = rule_cfa(r, sp, rbp);
         const uintptr_t ra_at = cfa - 8;
         const uintptr_t rbp_at = cfa + (uintptr_t)(intptr_t)r.rbp_off;
+        if (K != NULL) FRESH(K, n) = fresh_of(r, pc, sp, rbp, rbp_at);
         if (r.flags & RF_RBP_SAVED) rbp = *(const uintptr_t *)rbp_at;
         pc = *(const uintptr_t *)ra_at;
         sp = cfa;
         guessed = (r.flags & RF_NOFDE) != 0;
-        if (pc == 0) goto out;                                  /* outermost frame */
+        n++;
+        if (pc == 0) {                                          /* outermost frame */
+            if (K != NULL) shadow_replace(K, n, epoch, hi, ra_at);
+            goto out;
+        }
         if (n == max) { *truncated = HG_UNWIND_TRUNC_MAX; goto out; }
     }
     {
-        /* Frame n-1 needs more than the loop does: redo it, checked. */
+        /* Frame n needs more than the loop does: redo it, checked. */
         const walk w = { pc, sp, rbp, lo, hi, false, guessed };
-        n = walk_slow(c, tag, w, pcs, n, max, truncated);
+        n = walk_slow(c, tag, w, pcs, n + 1, max, truncated);
     }
 out:
-    /* A deep walk tells the next one whether the shadow would pay (a hint:
-     * a nested handler may write it too). */
-    if (hg_unlikely(deep)) hg_shadow.last_depth = (uint32_t)n;
+    if (K != NULL) {
+        atomic_signal_fence(memory_order_seq_cst);
+        K->busy = 0;
+    }
     return n;
 }

@@ -98,8 +98,8 @@ void hg_unwind_set_fallback_sink(uint64_t *counter);
  * for comparing). */
 void hg_unwind_set_shadow(int on);
 int  hg_unwind_get_shadow(void);
-/* The calling thread's walks so far that joined its kept frames, and that
- * left them again at a frame that differed (for tests). */
+/* The calling thread's walks so far that joined its kept frames, and those
+ * of them that found a kept slot changed and went on by rules (for tests). */
 void hg_unwind_shadow_stats(unsigned long *joined, unsigned long *left);
 
 void hg_unwind_set_mode(int mode);

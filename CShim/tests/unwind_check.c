@@ -276,8 +276,8 @@ static void run_coroutine(void) {
  * differ.  The longjmp case leaves a kept stack behind on the abandoned
  * frames, then walks a different path over the same addresses. */
 
-/* the shadow starts SHADOW_SKIP (8) frames above the allocation: put the
- * differences below that */
+/* ten frames between the allocation and the frames that differ: a walk
+ * joins the shadow below them, then must find the slots changed */
 static NOINLINE int sh_deep(const chain_arg *a, int x, int d) {
     if (d == 0) return c_leaf(a, x + 1) + 1;
     return sh_deep(a, x + 1, d - 1) + g_sink;

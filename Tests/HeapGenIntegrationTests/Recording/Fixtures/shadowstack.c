@@ -18,8 +18,8 @@
 void *volatile sink;
 static volatile int pad_sink;
 
-/* Ten frames between every site and malloc: the shim's shadow starts 8
- * frames above the allocation, so the differences below lie inside it. */
+/* Ten frames between every site and malloc: the differences below lie
+ * outside the frames a walk takes by rule before it joins the shadow. */
 static NOINLINE void *ten(size_t n, int d) {
     void *p = d == 0 ? malloc(n) : ten(n, d - 1);
     __asm__ volatile("" : : "r"(p) : "memory");
