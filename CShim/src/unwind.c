@@ -1069,7 +1069,10 @@ typedef struct shadow_state {
     uintptr_t hi;               /* top of the stack they were checked against */
     const uintptr_t *end_chk;   /* the outermost frame's zero return-address slot (or a zero) */
     unsigned long joined, left; /* walks that joined the kept frames / found a slot that differed */
-    uintptr_t pc[SHADOW_MAX], sp[SHADOW_MAX], rbp[SHADOW_MAX];
+    /* pc[k] is rpc[SHADOW_MAX - 1 - k]: kept innermost first, so that the
+     * pcs a join takes are one copy in the order hg_unwind returns them. */
+    uintptr_t rpc[SHADOW_MAX];
+    uintptr_t sp[SHADOW_MAX], rbp[SHADOW_MAX];
     const uintptr_t *chk[SHADOW_MAX];
     uint8_t flags[SHADOW_MAX];
     fresh_frame fresh[SHADOW_MAX];  /* this walk's frames by walk index, a ring */
@@ -1126,7 +1129,7 @@ static void shadow_fill(shadow_state *K, int from, int n, int top) {
             n = k;
             break;
         }
-        K->pc[k] = f->pc;
+        K->rpc[SHADOW_MAX - 1 - k] = f->pc;
         K->sp[k] = f->sp;
         K->rbp[k] = relevant ? rbp : 0;
         K->flags[k] = (uint8_t)((uses ? SF_USES_RBP : 0) | (relevant ? SF_RELEVANT : 0));
@@ -1199,17 +1202,18 @@ int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated
             /* Kept frames lie at rising SPs outward, as ours do: skip those
              * below this one. */
             while (j >= 0 && K->sp[j] < sp) j--;
-            if (j >= 0 && K->sp[j] == sp && K->pc[j] == pc) {
+            if (j >= 0 && K->sp[j] == sp && K->rpc[SHADOW_MAX - 1 - j] == pc) {
                 K->joined++;
                 if ((!(K->flags[j] & SF_RELEVANT) || rbp == K->rbp[j]) && n + j < max) {
                     /* Every slot the walk from here would load, against what
                      * it held: independent loads, one branch. */
                     uintptr_t d = *K->end_chk;
                     for (int k = 0; k < j; k++)
-                        d |= (*(const uintptr_t *)(K->sp[k] - 8) ^ K->pc[k]) | (*K->chk[k] ^ K->rbp[k]);
+                        d |= (*(const uintptr_t *)(K->sp[k] - 8) ^ K->rpc[SHADOW_MAX - 1 - k]) |
+                             (*K->chk[k] ^ K->rbp[k]);
                     if (d == 0) {
-                        for (int k = j - 1; k >= 0; k--) pcs[++n] = K->pc[k];
-                        n++;
+                        memcpy(&pcs[n + 1], &K->rpc[SHADOW_MAX - j], (size_t)j * sizeof *pcs);
+                        n += j + 1;
                         shadow_splice(K, j, n - 1 - j);
                         goto out;
                     }
