@@ -31,28 +31,55 @@ int hg_holds_slot(void)
     return hg_held != 0;
 }
 
+void hg_collector_wait_begin(hg_collector_wait *w, unsigned yields)
+{
+    w->saved_errno = errno;
+    w->start = w->last_check = hg_clock_ns();
+    w->yields = yields;
+    __atomic_fetch_add(&g_hg.hdr->wait_count, 1, __ATOMIC_RELAXED);
+}
+
+int hg_collector_wait_pause(hg_collector_wait *w, uint64_t *elapsed)
+{
+    if (w->yields > 0) {
+        w->yields--;
+        sched_yield();
+    } else {
+        struct timespec ts = { 0, 50 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    const uint64_t t = hg_clock_ns();
+    *elapsed = t - w->start;
+    if (t - w->last_check > 20000000ull) {
+        w->last_check = t;
+        if (!hg_collector_alive())
+            return 0;
+    }
+    return 1;
+}
+
+void hg_collector_wait_end(hg_collector_wait *w)
+{
+    __atomic_fetch_add(&g_hg.hdr->wait_ns, hg_clock_ns() - w->start, __ATOMIC_RELAXED);
+    errno = w->saved_errno;
+}
+
 /* Waits until the collector has read position `pos - N`. Returns 0 when
  * the collector is gone. */
 static int wait_for_space(uint64_t pos)
 {
-    /* free() must leave errno as it was (POSIX 2024, glibc): the sleeps
-     * and the liveness check below may set it. */
-    const int saved_errno = errno;
     hg_header *h = g_hg.hdr;
     const uint64_t slots = g_hg.ring_mask + 1;
-    uint64_t start = hg_clock_ns(), last_check = start;
-    unsigned spins = 0;
-    __atomic_fetch_add(&h->wait_count, 1, __ATOMIC_RELAXED);
+    hg_collector_wait w;
+    hg_collector_wait_begin(&w, 64);
     for (;;) {
         /* Signed: our pos may be stale, already behind the tail. */
         if ((int64_t)(pos - __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE)) < (int64_t)slots || h->detached)
             break;
-        if (spins < 64) {
-            spins++;
-            sched_yield();
-        } else {
-            struct timespec ts = { 0, 50 * 1000 };
-            nanosleep(&ts, NULL);
+        uint64_t elapsed;
+        if (!hg_collector_wait_pause(&w, &elapsed)) {
+            hg_detach();
+            break;
         }
         /* A program that wrote over its own header could make this wait
          * forever. The tail never passes the head (tail read first), and the
@@ -65,17 +92,8 @@ static int wait_for_space(uint64_t pos)
             hg_detach();
             break;
         }
-        uint64_t t = hg_clock_ns();
-        if (t - last_check > 20000000ull) { /* every 20 ms */
-            last_check = t;
-            if (!hg_collector_alive()) {
-                hg_detach();
-                break;
-            }
-        }
     }
-    __atomic_fetch_add(&h->wait_ns, hg_clock_ns() - start, __ATOMIC_RELAXED);
-    errno = saved_errno;
+    hg_collector_wait_end(&w);
     return !h->detached;
 }
 

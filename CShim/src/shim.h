@@ -117,7 +117,22 @@ void hg_env_scrub(void);
 /* wait.c: children's exit statuses (HG_K_CHILD_EXIT) */
 void hg_wait_init(void);
 
-/* ring.c */
+/* ring.c: a producer's wait for the collector (room in the ring, a half
+ * of the stack arena), one shape for both: counted in header.wait_count and
+ * wait_ns, the program's errno left as it was (free must not change it:
+ * POSIX 2024, glibc; the sleeps and kill() below may), the collector's
+ * liveness checked every 20 ms. */
+typedef struct hg_collector_wait {
+    uint64_t start, last_check;
+    unsigned yields;            /* sched_yield this many times, then sleep 50 us a time */
+    int saved_errno;
+} hg_collector_wait;
+void hg_collector_wait_begin(hg_collector_wait *w, unsigned yields);
+/* One pause; 0 when the collector is gone (seen at most every 20 ms).
+ * *elapsed: ns since the wait began. */
+int  hg_collector_wait_pause(hg_collector_wait *w, uint64_t *elapsed);
+void hg_collector_wait_end(hg_collector_wait *w);
+
 int  hg_emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t aux);
 /* 1 if this thread holds a claimed, unpublished ring slot (we are nested in
  * our own emit, e.g. in a signal handler): the collector cannot get past it. */

@@ -37,7 +37,6 @@
  * its stack that could be stored: that would name an outer function as the
  * allocating one.)
  */
-#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include "shim.h"
@@ -125,10 +124,8 @@ static int await_release(uint64_t epoch)
     hg_header *h = g_hg.hdr;
     if (hg_holds_slot() || h->detached || __atomic_load_n(&gave_up_in, __ATOMIC_RELAXED) == gave_up_key(epoch))
         return 0;
-    const int saved_errno = errno;   /* the program's, whatever nanosleep or kill leave */
-    const uint64_t start = hg_clock_ns();
-    uint64_t last_check = start;
-    __atomic_fetch_add(&h->wait_count, 1, __ATOMIC_RELAXED);
+    hg_collector_wait w;
+    hg_collector_wait_begin(&w, 0);
     __atomic_store_n(&h->arena_wanted, epoch + 1, __ATOMIC_RELAXED);
     int ok = 0;
     for (;;) {
@@ -137,21 +134,13 @@ static int await_release(uint64_t epoch)
             ok = 1;
             break;
         }
-        struct timespec ts = { 0, 50 * 1000 };
-        nanosleep(&ts, NULL);
-        uint64_t t = hg_clock_ns();
-        if (t - start > HG_ARENA_WAIT_MS * 1000000ull || h->detached)
+        uint64_t elapsed;
+        if (!hg_collector_wait_pause(&w, &elapsed) || elapsed > HG_ARENA_WAIT_MS * 1000000ull || h->detached)
             break;
-        if (t - last_check > 20000000ull) {   /* every 20 ms, as for a full ring */
-            last_check = t;
-            if (!hg_collector_alive())
-                break;
-        }
     }
-    __atomic_fetch_add(&h->wait_ns, hg_clock_ns() - start, __ATOMIC_RELAXED);
+    hg_collector_wait_end(&w);
     if (!ok)
         __atomic_store_n(&gave_up_in, gave_up_key(epoch), __ATOMIC_RELAXED);
-    errno = saved_errno;
     return ok;
 }
 
