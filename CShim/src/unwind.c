@@ -1060,8 +1060,8 @@ typedef struct fresh_frame {
  * follow them from frame j, every k < j must read as kept: the slot below
  * sp[k] still holds pc[k] (the return address the inner frame's step
  * loaded), and *chk[k] still holds rbp[k] (the RBP it loaded for frame k,
- * where frame k or a frame beyond depends on it; else chk[k] points at a
- * zero). */
+ * where frame k or a frame beyond depends on it; else chk[k] points at
+ * rbp[k] itself: nothing to check, and the loop stays without a branch). */
 typedef struct shadow_state {
     uint32_t busy;              /* an hg_unwind of this thread is using it */
     uint32_t n;                 /* frames kept */
@@ -1118,7 +1118,7 @@ static void shadow_fill(shadow_state *K, int from, int n, int top) {
         const uintptr_t src = k + 1 < n ? FRESH(K, top - k - 1).rbp_src & ~(uintptr_t)SF_USES_RBP : 0;
         bool relevant = uses;
         uintptr_t rbp = f->rbp;
-        if (!relevant && k > 0 && (K->flags[k - 1] & SF_RELEVANT) && K->chk[k - 1] == &shadow_zero) {
+        if (!relevant && k > 0 && (K->flags[k - 1] & SF_RELEVANT) && K->chk[k - 1] == &K->rbp[k - 1]) {
             /* passed on unchanged to an outer frame that depends on it */
             relevant = true;
             rbp = K->rbp[k - 1];
@@ -1133,7 +1133,7 @@ static void shadow_fill(shadow_state *K, int from, int n, int top) {
         K->sp[k] = f->sp;
         K->rbp[k] = relevant ? rbp : 0;
         K->flags[k] = (uint8_t)((uses ? SF_USES_RBP : 0) | (relevant ? SF_RELEVANT : 0));
-        K->chk[k] = relevant && src != 0 ? (const uintptr_t *)src : &shadow_zero;
+        K->chk[k] = relevant && src != 0 ? (const uintptr_t *)src : &K->rbp[k];
     }
     K->n = (uint32_t)n;
 }
@@ -1152,7 +1152,7 @@ static void shadow_replace(shadow_state *K, int n, uint32_t epoch, uintptr_t hi,
  * frame `at` and found every kept slot as it was: they go below frame j,
  * as many as fit, and frame j's RBP now comes from frame at - 1's step. */
 static void shadow_splice(shadow_state *K, int j, int at) {
-    K->chk[j] = &shadow_zero;
+    K->chk[j] = &K->rbp[j];
     if (at > 0 && (K->flags[j] & SF_RELEVANT)) {
         const uintptr_t src = FRESH(K, at - 1).rbp_src & ~(uintptr_t)SF_USES_RBP;
         if (src != 0 && src >= FRESH(K, at - 1).sp) K->chk[j] = (const uintptr_t *)src;
@@ -1204,16 +1204,23 @@ int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated
             while (j >= 0 && K->sp[j] < sp) j--;
             if (j >= 0 && K->sp[j] == sp && K->rpc[SHADOW_MAX - 1 - j] == pc) {
                 K->joined++;
-                if ((!(K->flags[j] & SF_RELEVANT) || rbp == K->rbp[j]) && n + j < max) {
-                    /* Every slot the walk from here would load, against what
-                     * it held: independent loads, one branch. */
-                    uintptr_t d = *K->end_chk;
-                    for (int k = 0; k < j; k++)
+                if (!(K->flags[j] & SF_RELEVANT) || rbp == K->rbp[j]) {
+                    /* The kept frames the walk takes (j - 1 down to j - m:
+                     * all, or as many as `max` leaves room for), checked:
+                     * every slot the walk from here would load, against what
+                     * it held. Independent loads, one branch. */
+                    const int m = j < max - 1 - n ? j : max - 1 - n;
+                    uintptr_t d = m == j ? *K->end_chk : 0;
+                    for (int k = j - m; k < j; k++)
                         d |= (*(const uintptr_t *)(K->sp[k] - 8) ^ K->rpc[SHADOW_MAX - 1 - k]) |
                              (*K->chk[k] ^ K->rbp[k]);
                     if (d == 0) {
-                        memcpy(&pcs[n + 1], &K->rpc[SHADOW_MAX - j], (size_t)j * sizeof *pcs);
-                        n += j + 1;
+                        memcpy(&pcs[n + 1], &K->rpc[SHADOW_MAX - j], (size_t)m * sizeof *pcs);
+                        n += m + 1;
+                        if (m < j) {
+                            *truncated = HG_UNWIND_TRUNC_MAX;   /* (not kept) */
+                            goto out;
+                        }
                         shadow_splice(K, j, n - 1 - j);
                         goto out;
                     }

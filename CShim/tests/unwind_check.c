@@ -401,7 +401,22 @@ static void run_dl(const char *path) {
         if (!h) { fprintf(stderr, "FAIL dlopen %s: %s\n", path, dlerror()); atomic_fetch_add(&g_fail, 1); return; }
         int (*fn)(void (*)(void), int) = (int (*)(void (*)(void), int))dlsym(h, "hgdl_call");
         if (!fn) { fprintf(stderr, "FAIL dlsym hgdl_call\n"); atomic_fetch_add(&g_fail, 1); dlclose(h); return; }
-        for (int i = 0; i < 3; i++) g_sink += fn(dl_cb, 4 + round);
+        unsigned long j0 = 0, l0 = 0, j1, l1;
+        for (int i = 0; i < 3; i++) {
+            g_sink += fn(dl_cb, 4 + round);
+            if (i == 0) hg_unwind_shadow_stats(&j0, &l0);
+        }
+        /* The second and third calls walk the first one's stack again: in
+         * the library built without unwind tables, frames that follow RBP
+         * (no FDE) depend on an RBP the -O2 callback frames pass on
+         * unchanged; the shadow must take them, every check passing. */
+        hg_unwind_shadow_stats(&j1, &l1);
+        if (hg_unwind_get_shadow() && (j1 - j0 < 2 || l1 != l0)) {
+            atomic_fetch_add(&g_fail, 1);
+            fprintf(stderr, "FAIL dlopen-lib shadow (%s): joined %lu, left %lu\n", path, j1 - j0, l1 - l0);
+        } else {
+            atomic_fetch_add(&g_pass, 1);
+        }
         dlclose(h);
         hg_unwind_invalidate();
     }
@@ -421,6 +436,28 @@ int main(int argc, char **argv) {
             run_chain("chain", d, 128, EXPECT_FAST, NULL);
     run_chain("chain-max-equal", 2, 11, EXPECT_FAST, NULL);   /* around the exact length */
     run_chain("chain-max-small", 6, 5, EXPECT_FAST | EXPECT_TRUNC, NULL);
+    /* A complete walk is kept, then the same stack is walked with room for
+     * fewer frames: a join takes only the kept frames that fit, checked. */
+    {
+        unsigned long j0 = 0, l0 = 0, j1, l1;
+        for (int i = 0; i <= 30; i++) {
+            run_chain("chain-kept", 6, 128, EXPECT_FAST, NULL);
+            if (i == 0) {   /* the first leaves the last stack's frames: count from here */
+                hg_unwind_shadow_stats(&j0, &l0);
+                continue;
+            }
+            run_chain("chain-join-at-max", 6, 2 + (i - 1) % 15, EXPECT_FAST, NULL);
+        }
+        hg_unwind_shadow_stats(&j1, &l1);
+        /* on: every walk after the first joins, and no check fails */
+        int on = hg_unwind_get_shadow();
+        if (on ? (j1 - j0 == 60 && l1 == l0) : (j1 == j0 && l1 == l0)) {
+            atomic_fetch_add(&g_pass, 1);
+        } else {
+            atomic_fetch_add(&g_fail, 1);
+            fprintf(stderr, "FAIL join-at-max: joined %lu, left %lu (shadow %s)\n", j1 - j0, l1 - l0, on ? "on" : "off");
+        }
+    }
 
     /* recursion: 200 deep truncated at 64, complete at 256 */
     chain_arg ra = { "recursion-200-max64", 64, EXPECT_FAST | EXPECT_TRUNC, NULL };
