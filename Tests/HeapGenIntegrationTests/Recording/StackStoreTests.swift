@@ -271,8 +271,8 @@ final class StackStoreTests: XCTestCase {
         return String(digits)
     }
 
-    /// deeprec.c: the site allocated 100 calls deep is cut at 64 frames, marked in the trace,
-    /// and its finding says so; the shallow one is complete. With HEAPGEN_MAX_FRAMES=200
+    /// deeprec.c: the site allocated 200 calls deep is cut at 128 frames, marked in the trace,
+    /// and its finding says so; the shallow one is complete. With HEAPGEN_MAX_FRAMES=256
     /// nothing is cut.
     func testStacksCutAtTheFrameLimitAreMarked() throws {
         let exe = try Fixture.build("deeprec.c")
@@ -294,7 +294,7 @@ final class StackStoreTests: XCTestCase {
         let shallow = try XCTUnwrap(bySize[40])
         XCTAssertEqual(deep.count, 1, "one deep site")
         XCTAssertEqual(shallow.count, 1, "one shallow site")
-        XCTAssertEqual(stacks[deep.first!]?.count, 64, "cut at the default limit")
+        XCTAssertEqual(stacks[deep.first!]?.count, 128, "cut at the default limit")
         XCTAssertTrue(truncated.contains(deep.first!), "the deep stack is marked truncated")
         XCTAssertFalse(truncated.contains(shallow.first!), "the shallow stack is complete")
 
@@ -303,18 +303,18 @@ final class StackStoreTests: XCTestCase {
 
         let text = try HeapGenCLI.run(["report", rec.trace])
         XCTAssertStatus(text, 0)
-        XCTAssertEqual(text.stdoutText.components(separatedBy: "stack truncated at 64 frames").count - 1, 1, text.stdoutText)
+        XCTAssertEqual(text.stdoutText.components(separatedBy: "stack truncated at 128 frames").count - 1, 1, text.stdoutText)
 
         let json = try reportFindings(rec.trace)
         XCTAssertEqual(json.count, 2, "two abandoned sites: \(json)")
         let deepFinding = try XCTUnwrap(json.first { $0.functions.contains("descend") })
         let shallowFinding = try XCTUnwrap(json.first { $0.functions.contains("shallow_keep") })
-        XCTAssertEqual(deepFinding.truncatedAt, 64)
+        XCTAssertEqual(deepFinding.truncatedAt, 128)
         XCTAssertNil(shallowFinding.truncatedAt)
 
-        // A higher limit keeps the whole stack: 100 descend frames, deep_keep, main.
+        // A higher limit keeps the whole stack: 200 descend frames, deep_keep, main.
         let full = try HeapGenCLI.recording(exe, flags: ["--quiet"],
-                                            environment: environment(["HEAPGEN_MAX_FRAMES": "200"]))
+                                            environment: environment(["HEAPGEN_MAX_FRAMES": "256"]))
         XCTAssertStatus(full.result, 0)
         var fullDeep: [[UInt64]] = []
         var fullStacks: [UInt32: [UInt64]] = [:]
@@ -329,7 +329,7 @@ final class StackStoreTests: XCTestCase {
         }
         XCTAssertFalse(anyTruncated)
         XCTAssertEqual(fullDeep.count, 6)
-        XCTAssertGreaterThanOrEqual(fullDeep.first?.count ?? 0, 103, "101 descend frames, deep_keep, main")
+        XCTAssertGreaterThanOrEqual(fullDeep.first?.count ?? 0, 203, "201 descend frames, deep_keep, main")
         XCTAssertNil(try reportFindings(full.trace).first { $0.functions.contains("descend") }?.truncatedAt)
     }
 

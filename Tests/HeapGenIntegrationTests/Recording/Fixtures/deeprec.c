@@ -1,9 +1,9 @@
 /*
  * deeprec.c: an abandoned site whose stack is deeper than heapgen's default
- * frame limit (64), and a shallow one.
+ * frame limit (128), and a shallow one.
  *
  * Marks: "start", then "cycle" after each of 6 cycles. Every cycle appends
- * one 48-byte node allocated 100 calls deep (descend -> ... -> descend ->
+ * one 48-byte node allocated 200 calls deep (descend -> ... -> descend ->
  * malloc) and one 40-byte node allocated just below main (shallow_keep) to
  * global lists: both sites grow by one block per cycle and stay reachable.
  */
@@ -34,7 +34,7 @@ __attribute__((noipa)) struct node *descend(int depth)
 
 __attribute__((noipa)) void deep_keep(void)
 {
-    struct node *n = descend(100);
+    struct node *n = descend(200);
     memset(n->payload, 0x22, 8);
     n->next = deep_list;
     deep_list = n;
