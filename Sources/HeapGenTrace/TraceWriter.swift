@@ -164,6 +164,7 @@ public final class TraceWriter {
     }
 
     private func deallocateTables() {
+        recentFrames?.deallocate()
         slotUse.deallocate()
         recentAddress.deallocate()
         recentSequence.deallocate()
@@ -309,6 +310,29 @@ public final class TraceWriter {
 
     // MARK: Definitions
 
+    /// The addresses last added to ``frameAddresses``, direct-mapped: a new stack's frames are
+    /// mostly those of stacks defined just before (its outer part), and this table answers
+    /// "already there" with one load where the set hashes every address (a test suite's 3.8 M
+    /// stacks of ~60 frames: SipHash and the set insert were 13 % of the collector's CPU).
+    private var recentFrames: UnsafeMutablePointer<UInt64>?
+    private static let recentFrameBits = 14
+
+    @inline(__always)
+    private func noteFrameAddress(_ address: UInt64) {
+        let table: UnsafeMutablePointer<UInt64>
+        if let t = recentFrames {
+            table = t
+        } else {
+            table = .allocate(capacity: 1 << Self.recentFrameBits)
+            table.initialize(repeating: 0, count: 1 << Self.recentFrameBits)
+            recentFrames = table
+        }
+        let h = Int(truncatingIfNeeded: (address &* 0x9E37_79B9_7F4A_7C15) &>> UInt64(64 - Self.recentFrameBits))
+        if table[h] == address { return }
+        table[h] = address
+        frameAddresses.insert(address)
+    }
+
     /// Defines stack `id` (innermost frame first). Only the first 1024 frames are kept;
     /// an empty stack is written as the single frame 0 so the id stays defined.
     /// Id 0 means "no stack" and is ignored.
@@ -316,7 +340,7 @@ public final class TraceWriter {
         guard writable, id != 0 else { return }
         let count = min(frames.count, TraceFormat.maxFrames)
         if keepsSymbolInputs {
-            for k in 0..<count where frames[k] != 0 { frameAddresses.insert(frames[k]) }
+            for k in 0..<count where frames[k] != 0 { noteFrameAddress(frames[k]) }
         }
         reserve(1 + 2 * Varint.maxBytes + max(count, 1) * Varint.maxBytes)
         let p = buffer
