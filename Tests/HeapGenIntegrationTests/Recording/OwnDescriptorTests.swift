@@ -104,7 +104,7 @@ final class OwnDescriptorTests: XCTestCase {
         for stack in bySize[101] ?? [] {       // 200 levels of recursion, cut at the frame limit
             let n = try names(stack)
             XCTAssertEqual(Array(n.prefix(3)), ["noinfo_fp", "round_trip", "recurse"], "\(n)")
-            XCTAssertEqual(n.count, 64, "HG_DEFAULT_FRAMES: \(n)")
+            XCTAssertEqual(n.count, 128, "HG_DEFAULT_FRAMES: \(n)")
         }
         // In the handler: handler, the sigreturn trampoline, raise's innards,
         // then the interrupted chain level3 → level2 → level1 → main.
