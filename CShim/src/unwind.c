@@ -1023,10 +1023,10 @@ static inline int rule_step(hg_rule r, uintptr_t sp, uintptr_t rbp, uintptr_t lo
  * Cheap enough for every walk: looking for a join is one compare of SP per
  * frame, the kept frames stay where they are (outermost first), and only
  * the frames a walk took by rule are copied in when it completes (from
- * `fresh`, a ring of them by walk index).  Measured (program CPU, 10 M
- * pairs, median of 9 interleaved rounds): 8-11-frame stacks no worse than
- * rules only; 22-25-frame stacks 0.468 -> 0.428 s against the previous
- * shadow, which only deep stacks used.
+ * `fresh`, a ring of them by walk index).  Measured (program CPU, medians
+ * of 7 interleaved rounds): 8-11-frame stacks no worse than rules only;
+ * 22-25-frame stacks 0.509 -> 0.452 s against the previous shadow, which
+ * only deep stacks used.
  *
  * Bounds: a kept slot was inside [lo, hi) of its walk; hi must be the same
  * (one stack), and the slots lie above the joined frame's SP, inside this
