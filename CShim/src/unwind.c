@@ -127,21 +127,32 @@ static inline size_t cache_slot(uintptr_t pc) {
     return (size_t)pc & CACHE_MASK;
 }
 
+/* The entry a probe for `key` starts at: the byte offset straight from the
+ * pc (shl+and, folded into the load's address) rather than index*16, one
+ * op less on the per-frame chain. */
+static inline const cache_entry *cache_home(const cache_entry *c, uintptr_t pc) {
+    return (const cache_entry *)((const char *)c + (((size_t)pc << 4) & (CACHE_MASK << 4)));
+}
+
+/* Reads e's rule if e holds `key` (k, its key as just loaded with acquire),
+ * seqlock-checked: false also when the slot was recycled under us. */
+static inline bool cache_read(const cache_entry *e, uint64_t k, uint64_t key, hg_rule *out) {
+    if (hg_unlikely(k != key)) return false;
+    out->cfa_off = __atomic_load_n(&e->rule.r.cfa_off, __ATOMIC_RELAXED);
+    out->rbp_off = __atomic_load_n(&e->rule.r.rbp_off, __ATOMIC_RELAXED);
+    out->flags   = __atomic_load_n(&e->rule.r.flags, __ATOMIC_RELAXED);
+    out->_pad = 0;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return hg_likely(__atomic_load_n(&e->key, __ATOMIC_RELAXED) == key);
+}
+
 static inline bool cache_get(cache_entry *c, uintptr_t pc, uint64_t key, hg_rule *out) {
-    /* byte offset straight from the pc (shl+and, folded into the load's
-     * address) rather than index*16: one op less on the per-frame chain */
-    size_t off = ((size_t)pc << 4) & (CACHE_MASK << 4);
+    size_t off = (size_t)((const char *)cache_home(c, pc) - (const char *)c);
     for (int probe = 0; probe < CACHE_PROBES; probe++, off = (off + sizeof(cache_entry)) & (CACHE_MASK << 4)) {
-        cache_entry *e = (cache_entry *)((char *)c + off);
+        const cache_entry *e = (const cache_entry *)((const char *)c + off);
         uint64_t k = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
-        if (hg_likely(k == key)) {
-            out->cfa_off = __atomic_load_n(&e->rule.r.cfa_off, __ATOMIC_RELAXED);
-            out->rbp_off = __atomic_load_n(&e->rule.r.rbp_off, __ATOMIC_RELAXED);
-            out->flags   = __atomic_load_n(&e->rule.r.flags, __ATOMIC_RELAXED);
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
-            return hg_likely(__atomic_load_n(&e->key, __ATOMIC_RELAXED) == key);
-            /* (if not: recycled under us, recompute) */
-        }
+        if (hg_likely(k == key))
+            return cache_read(e, k, key, out);  /* (false: recycled under us, recompute) */
         if (k == 0) return false;
     }
     return false;
@@ -845,19 +856,12 @@ rule_get_slow(cache_entry *c, uint64_t key, uintptr_t pc) {
 
 static inline __attribute__((always_inline)) hg_rule rule_get(cache_entry *c, uint64_t tag, uintptr_t pc) {
     const uint64_t key = pc | tag;
+    hg_rule r;
     if (hg_likely(c != NULL)) {
-        /* cache_get's first probe, seqlock-checked the same way */
-        const cache_entry *e = (const cache_entry *)((const char *)c + (((size_t)pc << 4) & (CACHE_MASK << 4)));
-        if (hg_likely(__atomic_load_n(&e->key, __ATOMIC_ACQUIRE) == key)) {
-            hg_rule r;
-            r.cfa_off = __atomic_load_n(&e->rule.r.cfa_off, __ATOMIC_RELAXED);
-            r.rbp_off = __atomic_load_n(&e->rule.r.rbp_off, __ATOMIC_RELAXED);
-            r.flags   = __atomic_load_n(&e->rule.r.flags, __ATOMIC_RELAXED);
-            r._pad = 0;
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
-            if (hg_likely(__atomic_load_n(&e->key, __ATOMIC_RELAXED) == key))
-                return r;
-        }
+        /* cache_get's first probe */
+        const cache_entry *e = cache_home(c, pc);
+        if (hg_likely(cache_read(e, __atomic_load_n(&e->key, __ATOMIC_ACQUIRE), key, &r)))
+            return r;
     }
     return rule_get_slow(c, key, pc);
 }
@@ -961,13 +965,13 @@ static inline uintptr_t rule_cfa(hg_rule r, uintptr_t sp, uintptr_t rbp) {
     return ((r.flags & RF_CFA_RBP) ? rbp : sp) + (uintptr_t)(intptr_t)r.cfa_off;
 }
 
-/* The fast loops' bounds: how many 8-byte slots from lo on lie inside
+/* The walk loop's bounds: how many 8-byte slots from lo on lie inside
  * [lo, hi); 0 when hi is unknown (0), which admits nothing. */
 static inline uintptr_t fast_slots(uintptr_t lo, uintptr_t hi) {
     return hi > lo ? (hi - lo) >> 3 : 0;
 }
 
-/* slot_ok for the fast loops, in one compare: an 8-byte slot at a, a - lo
+/* slot_ok for the walk loop, in one compare: an 8-byte slot at a, a - lo
  * a multiple of 8 and below slots * 8. Rotating the offset right by 3 puts
  * a misalignment into its top bits, so a misaligned slot compares as far
  * out of range (lo is a frame address: 16-aligned). */
@@ -1103,37 +1107,35 @@ static inline fresh_frame fresh_of(hg_rule r, uintptr_t pc, uintptr_t sp, uintpt
                           ((r.flags & RF_RBP_SAVED) ? rbp_at : 0) | (uses ? SF_USES_RBP : 0) };
 }
 
-/* Kept frames k (from `from` to K->n - 1) out of walk frames: frame k is
- * walk frame w(k) = top - k, whose inner neighbour's step loaded its RBP
- * (rbp_src of walk frame w(k) - 1, when that is still in the ring). Each
- * frame's relevance follows from its outer neighbour's, so they are made
- * outermost first. */
+/* Keeps frames k = from .. n - 1 out of walk frames: frame k is walk frame
+ * top - k. Outermost first, since a frame's relevance follows from its outer
+ * neighbour's; and frame k's step is where frame k - 1's RBP came from, so
+ * it also fixes chk[k - 1] (the innermost kept frame has none: a join
+ * compares its RBP itself). */
 static void shadow_fill(shadow_state *K, int from, int n, int top) {
+    if (from > 0) K->chk[from - 1] = &K->rbp[from - 1];
     for (int k = from; k < n; k++) {
         const fresh_frame *f = &FRESH(K, top - k);
+        const bool outer_relevant = k > 0 && (K->flags[k - 1] & SF_RELEVANT);
+        const uintptr_t src = f->rbp_src & ~(uintptr_t)SF_USES_RBP;
+        if (outer_relevant && src != 0) {
+            if (hg_unlikely(src < f->sp)) {
+                /* A saved-RBP slot below its frame's SP (CFI no compiler
+                 * writes): a join further in would read it unchecked. */
+                n = k;
+                break;
+            }
+            K->chk[k - 1] = (const uintptr_t *)src;
+        }
         const bool uses = (f->rbp_src & SF_USES_RBP) != 0;
-        /* Where this frame's RBP came from: the inner neighbour's step
-         * (walk frame top - k - 1: in the ring unless this is the innermost
-         * kept frame, whose RBP a join compares itself). */
-        const uintptr_t src = k + 1 < n ? FRESH(K, top - k - 1).rbp_src & ~(uintptr_t)SF_USES_RBP : 0;
-        bool relevant = uses;
-        uintptr_t rbp = f->rbp;
-        if (!relevant && k > 0 && (K->flags[k - 1] & SF_RELEVANT) && K->chk[k - 1] == &K->rbp[k - 1]) {
-            /* passed on unchanged to an outer frame that depends on it */
-            relevant = true;
-            rbp = K->rbp[k - 1];
-        }
-        if (hg_unlikely(relevant && src != 0 && src < FRESH(K, top - k - 1).sp)) {
-            /* A saved-RBP slot below its frame's SP (CFI no compiler
-             * writes): a join further in would read it unchecked. */
-            n = k;
-            break;
-        }
+        /* Passed on unchanged (not reloaded) to an outer frame that depends
+         * on it: then it is that frame's. */
+        const bool passed = outer_relevant && src == 0;
         K->rpc[SHADOW_MAX - 1 - k] = f->pc;
         K->sp[k] = f->sp;
-        K->rbp[k] = relevant ? rbp : 0;
-        K->flags[k] = (uint8_t)((uses ? SF_USES_RBP : 0) | (relevant ? SF_RELEVANT : 0));
-        K->chk[k] = relevant && src != 0 ? (const uintptr_t *)src : &K->rbp[k];
+        K->rbp[k] = uses ? f->rbp : passed ? K->rbp[k - 1] : 0;
+        K->flags[k] = (uint8_t)((uses ? SF_USES_RBP : 0) | (uses || passed ? SF_RELEVANT : 0));
+        K->chk[k] = &K->rbp[k];
     }
     K->n = (uint32_t)n;
 }
@@ -1149,15 +1151,9 @@ static void shadow_replace(shadow_state *K, int n, uint32_t epoch, uintptr_t hi,
 }
 
 /* The fresh frames of a walk that joined the kept frames at f[j] as its
- * frame `at` and found every kept slot as it was: they go below frame j,
- * as many as fit, and frame j's RBP now comes from frame at - 1's step. */
+ * frame `at` and found every kept slot as it was: they go below frame j, as
+ * many as fit. */
 static void shadow_splice(shadow_state *K, int j, int at) {
-    K->chk[j] = &K->rbp[j];
-    if (at > 0 && (K->flags[j] & SF_RELEVANT)) {
-        const uintptr_t src = FRESH(K, at - 1).rbp_src & ~(uintptr_t)SF_USES_RBP;
-        if (src != 0 && src >= FRESH(K, at - 1).sp) K->chk[j] = (const uintptr_t *)src;
-        else if (src != 0) { K->n = (uint32_t)j; return; }   /* see shadow_fill */
-    }
     const int n = j + 1 + at < SHADOW_MAX ? j + 1 + at : SHADOW_MAX;
     shadow_fill(K, j + 1, n, at + j);
 }
