@@ -273,17 +273,25 @@ static uint32_t chain_find(uint32_t ref, uint32_t stop, uint32_t parent, uint64_
  * `arena_epoch`: its ref, 0 if the arena is full, NODE_MOVED if the arena
  * moved on (the node's parent is in the old epoch's half). */
 #define NODE_MOVED UINT32_MAX
-static uint32_t node_new(uint32_t parent, uint64_t pc, uint32_t meta, uint64_t arena_epoch)
+
+/* Fills the node at `ref` (reserved, not yet reachable). */
+static inline node_blob *node_init(uint32_t ref, uint32_t parent, uint64_t pc, uint32_t meta)
 {
-    uint64_t off = arena_reserve(sizeof(node_blob), &arena_epoch);
-    if (off == 0 || off == ARENA_MOVED)
-        return off == 0 ? 0 : NODE_MOVED;
-    node_blob *b = (node_blob *)(g_hg.arena + off);
+    node_blob *b = (node_blob *)(g_hg.arena + ((uint64_t)ref << 3));
     b->h.len = meta;
     b->h.tag = HG_BLOB_NODE;
     b->n.parent = parent;
     b->n.link = 0;
     b->n.pc = pc;
+    return b;
+}
+
+static uint32_t node_new(uint32_t parent, uint64_t pc, uint32_t meta, uint64_t arena_epoch)
+{
+    uint64_t off = arena_reserve(sizeof(node_blob), &arena_epoch);
+    if (off == 0 || off == ARENA_MOVED)
+        return off == 0 ? 0 : NODE_MOVED;
+    node_init((uint32_t)(off >> 3), parent, pc, meta);
     return (uint32_t)(off >> 3);
 }
 
@@ -358,13 +366,9 @@ static uint32_t chain_new(uint64_t *heads, uint32_t parent, const uint64_t *pcs,
         return off == 0 ? 0 : NODE_MOVED;
     const uint32_t base = (uint32_t)(off >> 3), step = sizeof(node_blob) >> 3;
     for (uint32_t i = 0; i < k; i++) {
-        const uint32_t ref = base + i * step, meta = (d + i) | trunc;
-        node_blob *b = (node_blob *)(g_hg.arena + ((uint64_t)ref << 3));
-        b->h.len = meta;
-        b->h.tag = HG_BLOB_NODE;
-        b->n.parent = i == 0 ? parent : ref - step;
-        b->n.pc = pcs[n - d - i];
-        __builtin_prefetch(edge_head(heads, b->n.parent, b->n.pc, meta), 1);
+        const uint32_t ref = base + i * step;
+        const node_blob *b = node_init(ref, i == 0 ? parent : ref - step, pcs[n - d - i], (d + i) | trunc);
+        __builtin_prefetch(edge_head(heads, b->n.parent, b->n.pc, b->h.len), 1);
         refs[d - 1 + i] = ref;
     }
     /* (The buckets again rather than kept: this may run on a signal
@@ -417,31 +421,23 @@ static uint32_t build_stack(uint64_t *heads, const uint64_t *pcs, uint32_t n,
     last.epoch = 0;     /* being rewritten */
     int announced = 0, created = 0;
     for (uint32_t d = depth + 1; d <= n; d++) {
-        if (created) {
-            /* Below a node this build made, every edge is new. */
-            const uint32_t node = chain_new(heads, parent, pcs, n, d, trunc, epoch, arena_epoch, last.refs);
-            if (node == 0 || node == NODE_MOVED) {
-                last.n = d - 1;
-                parent = node;
-                break;
-            }
-            for (uint32_t e = d; e <= n; e++)
-                last.pcs[e - 1] = pcs[n - e];
-            last.n = n;
-            parent = node;
-            break;
-        }
-        uint32_t node = edge_intern(heads, parent, pcs[n - d], d | trunc, epoch, arena_epoch,
-                                    pcs, n, &announced, &created);
+        /* Below a node this build made, every edge is new: the rest at once. */
+        const int rest = created;
+        const uint32_t node = rest ? chain_new(heads, parent, pcs, n, d, trunc, epoch, arena_epoch, last.refs)
+                                   : edge_intern(heads, parent, pcs[n - d], d | trunc, epoch, arena_epoch,
+                                                 pcs, n, &announced, &created);
+        parent = node;
         if (node == 0 || node == NODE_MOVED) {
             last.n = d - 1;
-            parent = node;
             break;
         }
-        parent = node;
-        last.pcs[d - 1] = pcs[n - d];
-        last.refs[d - 1] = parent;
-        last.n = d;
+        const uint32_t upto = rest ? n : d;   /* depths stored by this step */
+        for (uint32_t e = d; e <= upto; e++)
+            last.pcs[e - 1] = pcs[n - e];
+        last.refs[upto - 1] = node;           /* (chain_new filled the others) */
+        last.n = upto;
+        if (rest)
+            break;
     }
     last.trunc = trunc;
     last.epoch = epoch + 1;
