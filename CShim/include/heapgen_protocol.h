@@ -102,6 +102,7 @@ extern "C" {
 #define HG_ENV_MAX_FRAMES  "HEAPGEN_MAX_FRAMES"  /* optional, 1..HG_MAX_FRAMES         */
 #define HG_ENV_UNWIND      "HEAPGEN_UNWIND"      /* ignored since the shim dropped libunwind */
 #define HG_ENV_UNWIND_SHADOW "HEAPGEN_UNWIND_SHADOW" /* "0": walk every frame (no shadow stack) */
+#define HG_ENV_UNWIND_MEMO "HEAPGEN_UNWIND_MEMO" /* "0": no memo of whole stacks (the shadow stays) */
 #define HG_ENV_LEAK_SCAN   "HEAPGEN_LEAK_SCAN"   /* "1": at exit, ask the collector for a leak scan
                                                     ({"op":"scan"} on the control channel) */
 #define HG_ENV_RETENTION   "HEAPGEN_RETENTION"   /* "1": at exit, ask for a scan that takes the

@@ -30,10 +30,21 @@ void hg_record_alloc(uint32_t kind, void *p, size_t size, const hg_unwind_start 
 
     uintptr_t pcs[HG_MAX_FRAMES];
     int truncated = 0;
-    int n = hg_unwind(st, pcs, (int)g_hg.max_frames, &truncated);
+    uint64_t *memo;
+    const uintptr_t *frames;
+    int n = hg_unwind_memo(st, pcs, (int)g_hg.max_frames, &truncated, &memo, &frames);
     uint32_t ref = 0;
-    if (n > 0)
-        ref = hg_stack_intern((const uint64_t *)pcs, (uint32_t)n, truncated);
+    if (memo != NULL) {
+        /* A stack the thread walked before: its ref too, while the arena
+         * still holds it (else interned once more and kept). */
+        ref = hg_stack_memo_get(memo);
+        if (ref == 0) {
+            ref = hg_stack_intern((const uint64_t *)frames, (uint32_t)n, truncated);
+            hg_stack_memo_put(memo, ref);
+        }
+    } else if (n > 0) {
+        ref = hg_stack_intern((const uint64_t *)frames, (uint32_t)n, truncated);
+    }
     hg_guard--;
     /* A scan the stack store asked for while guarded (a frame in a module
      * loaded since the last scan): announce the module before the event
@@ -48,9 +59,12 @@ void hg_record_alloc(uint32_t kind, void *p, size_t size, const hg_unwind_start 
      * collector a whole half and its release grace behind. */
     if (HG_UNLIKELY(ref != 0 && hg_stack_stale(ref))) {
         hg_guard++;
-        ref = hg_stack_intern((const uint64_t *)pcs, (uint32_t)n, truncated);
+        ref = hg_stack_intern((const uint64_t *)frames, (uint32_t)n, truncated);
         hg_guard--;
     }
+    /* (The memo entry's frames were in use until here.) */
+    if (memo != NULL)
+        hg_unwind_memo_done();
     hg_emit(kind, (uint64_t)(uintptr_t)p, size, ref, type);
 }
 

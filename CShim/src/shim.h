@@ -149,6 +149,10 @@ uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n, int truncated);
 /* 1 when the arena has begun another epoch since `ref` (a tagged ref) was
  * interned: the collector may release its half before it reads the record. */
 int hg_stack_stale(uint32_t ref);
+/* A stack's ref kept in two words beside it (hg_unwind_memo's): put after
+ * interning, get returns it while it is still the stack's (else 0). */
+void hg_stack_memo_put(uint64_t w[2], uint32_t ref);
+uint32_t hg_stack_memo_get(const uint64_t w[2]);
 
 /* modules.c */
 int  hg_modules_contain_all(const uint64_t *pcs, uint32_t n);

@@ -340,6 +340,9 @@ void hg_init_slow(void)
         const char *shadow = getenv(HG_ENV_UNWIND_SHADOW);
         if (shadow && strcmp(shadow, "0") == 0)
             hg_unwind_set_shadow(0);
+        const char *memo = getenv(HG_ENV_UNWIND_MEMO);
+        if (memo && strcmp(memo, "0") == 0)
+            hg_unwind_set_memo(0);
         /* Not following exec: from here on the program's environment is
          * the one it would have had without heapgen. */
         if (!hg_env_follow_exec())

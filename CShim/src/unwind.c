@@ -17,7 +17,9 @@
  * the stack stops there and is reported cut short (counted).
  *
  * The outer frames a walk shares with the thread's last one are checked
- * instead of walked: see "The shadow of the last stack" below.
+ * instead of walked: see "The shadow of the last stack" below; and a stack
+ * the thread walked before from the same start is checked whole: "The memo
+ * of whole stacks".
  *
  * Why no libunwind: its memory validation opens a pipe inside the target and
  * reads and writes it, on descriptor numbers the program may later own.  This
@@ -1047,6 +1049,9 @@ static inline int rule_step(hg_rule r, uintptr_t sp, uintptr_t rbp, uintptr_t lo
  * ---------------------------------------------------------------------- */
 
 #define SHADOW_MAX 32             /* a power of two: `fresh` is a ring */
+#define MEMO_WAYS   8             /* memo entries per thread, direct-mapped by frame 0 */
+#define MEMO_FRAMES 24            /* deepest stack a memo entry holds */
+#define MEMO_CHECKS 32            /* its checks: frames, saved RBPs, the end (a multiple of 8) */
 /* fresh.rbp_src's low bits (slot addresses are 8-aligned) and flags[]. */
 #define SF_USES_RBP 1u          /* the frame's rule reads RBP (CFA = RBP + off, or no FDE) */
 #define SF_RELEVANT 2u          /* flags[] only: the frames from this one outward depend on its RBP */
@@ -1059,6 +1064,28 @@ typedef struct fresh_frame {
     uintptr_t pc, sp, rbp;
     uintptr_t rbp_src;          /* the slot its step loaded the caller's RBP from (0: passed on) | SF_USES_RBP */
 } fresh_frame;
+
+/* A whole stack of at most MEMO_FRAMES frames, by where it starts: frame 0's
+ * pc and SP (the allocating call's return address and the allocator's CFA).
+ * The same join as at frame 0 of the kept frames, with every check it needs
+ * written out as a slot at a fixed offset from sp0 and the value it must
+ * hold: first the return address of each frame i (its pc, val[i]; frame
+ * 0's is the allocator's own, at sp0 - 8), then the saved RBPs that matter,
+ * then the outermost frame's zero return address, if its step read one;
+ * padded to whole groups of 8 with frame 0's check again, so that the loop
+ * runs a group count that rarely changes between stacks of a thread (a
+ * count of 8-11 frames varying from call to call cost a mispredicted loop
+ * exit a walk). */
+typedef struct memo_entry {
+    uintptr_t rbp0;             /* frame 0's, compared when rbp0_matters    */
+    uintptr_t hi;               /* top of the stack it was walked on        */
+    uint32_t epoch;             /* hg_epoch it was walked in                */
+    uint8_t n;                  /* frames; 0: empty                         */
+    uint8_t rbp0_matters, groups;
+    int32_t off[MEMO_CHECKS];   /* slot = sp0 + off[i]                      */
+    uintptr_t val[MEMO_CHECKS]; /* val[0 .. n): the stack, as hg_unwind returns it */
+    uint64_t user[2];           /* the caller's (hg_unwind_memo): cleared when rewritten */
+} memo_entry;
 
 /* The kept frames, outermost first (k = 0 is the outermost frame). To
  * follow them from frame j, every k < j must read as kept: the slot below
@@ -1080,6 +1107,12 @@ typedef struct shadow_state {
     const uintptr_t *chk[SHADOW_MAX];
     uint8_t flags[SHADOW_MAX];
     fresh_frame fresh[SHADOW_MAX];  /* this walk's frames by walk index, a ring */
+    unsigned long memo_hits, memo_left; /* walks answered by a memo entry / that found one's slots changed */
+    /* The memo's keys apart, in two cache lines, for the lookup: entry w
+     * starts at pc memo_pc[w] with SP memo_sp[w] (0: empty). */
+    uintptr_t memo_pc[MEMO_WAYS], memo_sp[MEMO_WAYS];
+    uint32_t memo_rand;             /* picks the entry a new stack replaces */
+    memo_entry memo[MEMO_WAYS];
 } shadow_state;
 
 static __thread shadow_state hg_shadow __attribute__((tls_model("initial-exec")));
@@ -1158,8 +1191,129 @@ static void shadow_splice(shadow_state *K, int j, int at) {
     shadow_fill(K, j + 1, n, at + j);
 }
 
-int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated) {
+/* ------------------------------------------------------------------------
+ * The memo of whole stacks (per thread)
+ *
+ * The shadow keeps one stack; a thread that allocates from a handful of
+ * sites in turn (a request path, a loop body) joins it only where the
+ * stacks meet, and walks the frames inside by rules every time.  The memo
+ * keeps MEMO_WAYS complete stacks of up to MEMO_FRAMES frames, one per
+ * starting frame (pc, SP) hashed: a walk whose start equals an entry's is
+ * that entry's join at frame 0, every slot it depends on checked in one
+ * loop of independent loads, and no frame walked.  An entry is a copy of
+ * the kept frames after a complete walk (memo_store), so it is exactly as
+ * sound as the shadow's join.  Its user words carry the stack store's ref
+ * for the stack (hg_unwind_memo), so a hit also skips interning.
+ *
+ * Size: MEMO_WAYS * ~400 bytes of the same TLS.
+ * ---------------------------------------------------------------------- */
+
+static _Atomic int hg_memo_off;
+
+void hg_unwind_set_memo(int on) {
+    atomic_store_explicit(&hg_memo_off, !on, memory_order_relaxed);
+}
+
+/* The entry that starts at (pc, sp), or -1. Fully associative: a thread
+ * allocating from a few sites in turn keeps them all (direct-mapped, four
+ * stacks shared eight entries with a collision more often than not). */
+static inline int memo_way(const shadow_state *K, uintptr_t pc, uintptr_t sp) {
+    int w = -1;
+    for (int i = 0; i < MEMO_WAYS; i++)
+        w = (K->memo_sp[i] == sp && K->memo_pc[i] == pc) ? i : w;
+    return w;
+}
+
+/* The entry a new stack starting at (pc, sp) goes to: the one it had, an
+ * empty one, else one at random (a thread cycling through more stacks
+ * than entries still keeps some, where replacing the oldest keeps none). */
+static inline int memo_victim(shadow_state *K, uintptr_t pc, uintptr_t sp) {
+    int w = memo_way(K, pc, sp);
+    for (int i = 0; i < MEMO_WAYS && w < 0; i++)
+        if (K->memo_pc[i] == 0) w = i;
+    if (w < 0) {
+        uint32_t x = K->memo_rand + 0x9e3779b9u;
+        K->memo_rand = x;
+        w = (int)((x ^ (x >> 15)) * 0x2c1b3c6du >> 29) & (MEMO_WAYS - 1);
+    }
+    return w;
+}
+
+/* The stack of walk start st if entry e, which starts there too, still
+ * holds: its frame count (the frames are e->val), else 0. */
+static inline int memo_find(shadow_state *K, const memo_entry *e, const hg_unwind_start *st,
+                            int max, uint32_t epoch, uintptr_t hi) {
+    if (e->epoch != epoch || e->hi != hi || (int)e->n > max || (e->rbp0_matters && e->rbp0 != st->rbp))
+        return 0;
+    const uintptr_t sp0 = st->cfa;
+    uintptr_t d = 0;
+    for (int g = 0; g < e->groups * 8; g += 8)
+        for (int i = g; i < g + 8; i++)
+            d |= *(const uintptr_t *)(sp0 + (intptr_t)e->off[i]) ^ e->val[i];
+    if (d != 0) {
+        K->memo_left++;
+        return 0;
+    }
+    K->memo_hits++;
+    return e->n;
+}
+
+/* After a complete walk of n frames that the shadow kept whole: the kept
+ * frames become the memo entry of its start. The entry, or NULL when the
+ * stack does not fit one. */
+static memo_entry *memo_store(shadow_state *K, int n, uint32_t epoch, uintptr_t hi) {
+    if ((int)K->n != n || n > MEMO_FRAMES || hi - K->sp[n - 1] > INT32_MAX ||
+        atomic_load_explicit(&hg_memo_off, memory_order_relaxed))
+        return NULL;
+    const int j = n - 1;   /* kept frame j is walk frame 0 */
+    const uintptr_t sp0 = K->sp[j];
+    const int w = memo_victim(K, K->rpc[SHADOW_MAX - 1 - j], sp0);
+    memo_entry *e = &K->memo[w];
+    K->memo_pc[w] = 0;   /* (being rewritten) */
+    e->n = 0;
+    /* Frame i = j - k's return address lies below kept frame k's SP. */
+    memcpy(e->val, &K->rpc[SHADOW_MAX - n], (size_t)n * sizeof e->val[0]);
+    for (int k = 0; k <= j; k++)
+        e->off[j - k] = (int32_t)(K->sp[k] - 8 - sp0);
+    int c = n;
+    for (int k = 0; k < j; k++) {
+        if (K->chk[k] != &K->rbp[k]) {
+            if (c == MEMO_CHECKS - 1) return NULL;   /* (left empty) */
+            e->off[c] = (int32_t)((uintptr_t)K->chk[k] - sp0);
+            e->val[c++] = K->rbp[k];
+        }
+    }
+    if (K->end_chk != &shadow_zero) {
+        e->off[c] = (int32_t)((uintptr_t)K->end_chk - sp0);
+        e->val[c++] = 0;
+    }
+    for (; c % 8 != 0; c++) {
+        e->off[c] = -8;
+        e->val[c] = e->val[0];
+    }
+    e->groups = (uint8_t)(c / 8);
+    e->rbp0 = K->rbp[j];
+    e->rbp0_matters = (K->flags[j] & SF_RELEVANT) != 0;
+    e->hi = hi;
+    e->epoch = epoch;
+    e->user[0] = e->user[1] = 0;
+    e->n = (uint8_t)n;
+    K->memo_sp[w] = sp0;
+    K->memo_pc[w] = e->val[0];
+    return e;
+}
+
+/* hg_unwind, and hg_unwind_memo when user != NULL: then a memo hit leaves
+ * pcs alone and points *frames at the entry's copy (the caller may not need
+ * them: its ref is in the entry too). */
+static inline __attribute__((always_inline))
+int unwind_walk(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated, uint64_t **user,
+                const uintptr_t **frames) {
     *truncated = 0;
+    if (user != NULL) {
+        *user = NULL;
+        *frames = pcs;
+    }
     if (max <= 0 || st->pc == 0) return 0;
     if (max > HG_UNWIND_MAX_FRAMES) max = HG_UNWIND_MAX_FRAMES;
 
@@ -1174,15 +1328,29 @@ int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated
     const uintptr_t slots = fast_slots(lo, hi);
     const uint32_t epoch = atomic_load_explicit(&hg_epoch, memory_order_relaxed);
     const uint64_t tag = (uint64_t)(epoch & 0xffff) << KEY_PC_BITS;
+    int n = 0;
 
     /* The shadow: K is NULL when a walk of this thread is already using it
      * (we interrupted it) or it is off; j is the kept frame to compare
      * with next, innermost first (-1: none left, or one differed). */
     shadow_state *K = &hg_shadow;
+    memo_entry *memo = NULL;
     int j = -1;
     if (hg_likely(!K->busy) && !atomic_load_explicit(&hg_shadow_off, memory_order_relaxed)) {
         K->busy = 1;
         atomic_signal_fence(memory_order_seq_cst);
+        const int w = memo_way(K, st->pc, st->cfa);   /* (none when off) */
+        if (w >= 0) {
+            n = memo_find(K, &K->memo[w], st, max, epoch, hi);
+            if (n != 0) {
+                memo = &K->memo[w];
+                if (user != NULL)
+                    *frames = memo->val;
+                else
+                    memcpy(pcs, memo->val, (size_t)n * sizeof *pcs);
+                goto out;
+            }
+        }
         if (K->n != 0 && K->epoch == epoch && K->hi == hi) j = (int)K->n - 1;
     } else {
         K = NULL;
@@ -1191,7 +1359,6 @@ int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated
     /* Frame n: pc = its return address, sp = the callee's CFA, rbp = its RBP. */
     uintptr_t pc = st->pc, sp = st->cfa, rbp = st->rbp;
     bool guessed = false;
-    int n = 0;
     for (;;) {
         pcs[n] = pc;
         if (j >= 0) {
@@ -1218,6 +1385,7 @@ int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated
                             goto out;
                         }
                         shadow_splice(K, j, n - 1 - j);
+                        memo = memo_store(K, n, epoch, hi);
                         goto out;
                     }
                 }
@@ -1229,11 +1397,12 @@ int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated
         const int how = rule_step(r, sp, rbp, lo, slots);
         if (hg_unlikely(how != STEP_ON)) {
             if (how == STEP_SLOW) break;
-            if (K != NULL) {
-                FRESH(K, n) = fresh_of(r, pc, sp, rbp, 0);
-                shadow_replace(K, n + 1, epoch, hi, 0);
-            }
             n++;
+            if (K != NULL) {
+                FRESH(K, n - 1) = fresh_of(r, pc, sp, rbp, 0);
+                shadow_replace(K, n, epoch, hi, 0);
+                memo = memo_store(K, n, epoch, hi);
+            }
             goto out;
         }
         const uintptr_t cfa = rule_cfa(r, sp, rbp);
@@ -1246,7 +1415,10 @@ int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated
         guessed = (r.flags & RF_NOFDE) != 0;
         n++;
         if (pc == 0) {                                          /* outermost frame */
-            if (K != NULL) shadow_replace(K, n, epoch, hi, ra_at);
+            if (K != NULL) {
+                shadow_replace(K, n, epoch, hi, ra_at);
+                memo = memo_store(K, n, epoch, hi);
+            }
             goto out;
         }
         if (n == max) { *truncated = HG_UNWIND_TRUNC_MAX; goto out; }
@@ -1257,9 +1429,33 @@ int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated
         n = walk_slow(c, tag, w, pcs, n + 1, max, truncated);
     }
 out:
+    if (user != NULL && memo != NULL) {
+        *user = memo->user;     /* busy until hg_unwind_memo_done */
+        return n;
+    }
+    if (user != NULL) *user = NULL;
     if (K != NULL) {
         atomic_signal_fence(memory_order_seq_cst);
         K->busy = 0;
     }
     return n;
+}
+
+int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated) {
+    return unwind_walk(st, pcs, max, truncated, NULL, NULL);
+}
+
+int hg_unwind_memo(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated, uint64_t **user,
+                   const uintptr_t **frames) {
+    return unwind_walk(st, pcs, max, truncated, user, frames);
+}
+
+void hg_unwind_memo_done(void) {
+    atomic_signal_fence(memory_order_seq_cst);
+    hg_shadow.busy = 0;
+}
+
+void hg_unwind_memo_stats(unsigned long *hits, unsigned long *left) {
+    *hits = hg_shadow.memo_hits;
+    *left = hg_shadow.memo_left;
 }

@@ -78,6 +78,25 @@ int hg_unwind_init(void);
  * *truncated is 0 for a complete stack, else HG_UNWIND_TRUNC_*. */
 int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated);
 
+/* hg_unwind for a caller that keeps something per stack (the shim: its
+ * stack store ref). When the stack is one of the thread's memo entries
+ * (unwind.c, "The memo of whole stacks"), *user points at that entry's two
+ * words, which are zero when the entry was just (re)written, and the
+ * thread's shadow stays busy (walks of signal handlers meanwhile use rules
+ * only) until hg_unwind_memo_done(), which the caller must call then.
+ * Otherwise *user is NULL and nothing is held. The frames are at *frames:
+ * pcs, or the entry's own copy when the walk was answered from it (pcs is
+ * not written then; the copy stays as it is until hg_unwind_memo_done). */
+int hg_unwind_memo(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated, uint64_t **user,
+                   const uintptr_t **frames);
+void hg_unwind_memo_done(void);
+/* The calling thread's walks answered by a memo entry, and those that found
+ * one's slots changed (for tests). */
+void hg_unwind_memo_stats(unsigned long *hits, unsigned long *left);
+/* The memo alone off (on by default; off with the shadow too): for
+ * comparing (HEAPGEN_UNWIND_MEMO=0). */
+void hg_unwind_set_memo(int on);
+
 /* Treat every cached rule as stale (call after dlclose). */
 void hg_unwind_invalidate(void);
 

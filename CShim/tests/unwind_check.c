@@ -308,10 +308,23 @@ static NOINLINE int sh_jump_deep(const chain_arg *a, int d) {
     if (d == 0) { sh_deep(a, 0, 10); sh_jump_leaf(a); return 0; }
     return sh_jump_deep(a, d - 1) + g_sink;
 }
+/* Walks the shadow or a memo entry took whole from a kept frame on, and
+ * those that found a kept slot changed, together: which of the two answers
+ * a repeated stack depends on which is on. */
+static void taken_stats(unsigned long *taken, unsigned long *left) {
+    unsigned long j, l, h, ml;
+    hg_unwind_shadow_stats(&j, &l);
+    hg_unwind_memo_stats(&h, &ml);
+    *taken = j + h;
+    *left = l + ml;
+}
+static int g_memo_on;
+
 static NOINLINE void run_shadow(void) {
     chain_arg a = { "shadow-same-frame-other-caller", 128, EXPECT_FAST, NULL };
-    unsigned long j0, l0, j1, l1;
+    unsigned long j0, l0, j1, l1, h0, ml0, h1, ml1;
     hg_unwind_shadow_stats(&j0, &l0);
+    hg_unwind_memo_stats(&h0, &ml0);
     for (int i = 0; i < 8; i++) sh_via(&a, i & 1);
     for (int i = 0; i < 8; i++) sh_via(&a, (i >> 1) & 1);
     chain_arg b = { "shadow-after-longjmp", 128, EXPECT_FAST, NULL };
@@ -320,14 +333,23 @@ static NOINLINE void run_shadow(void) {
         run_chain("shadow-after-longjmp-chain", i % 4, 128, EXPECT_FAST, NULL);
     }
     hg_unwind_shadow_stats(&j1, &l1);
+    hg_unwind_memo_stats(&h1, &ml1);
     /* With the shadow on, the walks must have joined it, and left it again
-     * where the frames above differ; off, neither. */
+     * where the frames above differ; off, neither. The memo the same: the
+     * same start under the other caller must be found changed. */
     int on = hg_unwind_get_shadow();
     if (on ? (j1 > j0 && l1 > l0) : (j1 == j0 && l1 == l0)) {
         atomic_fetch_add(&g_pass, 1);
     } else {
         atomic_fetch_add(&g_fail, 1);
         fprintf(stderr, "FAIL shadow: joined %lu, left %lu (shadow %s)\n", j1 - j0, l1 - l0, on ? "on" : "off");
+    }
+    int memo = on && g_memo_on;
+    if (memo ? (h1 > h0 && ml1 > ml0) : (h1 == h0 && ml1 == ml0)) {
+        atomic_fetch_add(&g_pass, 1);
+    } else {
+        atomic_fetch_add(&g_fail, 1);
+        fprintf(stderr, "FAIL memo: hits %lu, left %lu (memo %s)\n", h1 - h0, ml1 - ml0, memo ? "on" : "off");
     }
 }
 
@@ -404,13 +426,14 @@ static void run_dl(const char *path) {
         unsigned long j0 = 0, l0 = 0, j1, l1;
         for (int i = 0; i < 3; i++) {
             g_sink += fn(dl_cb, 4 + round);
-            if (i == 0) hg_unwind_shadow_stats(&j0, &l0);
+            if (i == 0) taken_stats(&j0, &l0);
         }
         /* The second and third calls walk the first one's stack again: in
          * the library built without unwind tables, frames that follow RBP
          * (no FDE) depend on an RBP the -O2 callback frames pass on
-         * unchanged; the shadow must take them, every check passing. */
-        hg_unwind_shadow_stats(&j1, &l1);
+         * unchanged; the shadow (or the memo) must take them, every check
+         * passing. */
+        taken_stats(&j1, &l1);
         if (hg_unwind_get_shadow() && (j1 - j0 < 2 || l1 != l0)) {
             atomic_fetch_add(&g_fail, 1);
             fprintf(stderr, "FAIL dlopen-lib shadow (%s): joined %lu, left %lu\n", path, j1 - j0, l1 - l0);
@@ -425,10 +448,15 @@ static void run_dl(const char *path) {
 int main(int argc, char **argv) {
     g_verbose = getenv("HG_UNWIND_VERBOSE") != NULL;
     hg_unwind_init();
-    /* check-unwind runs everything with the shadow stack on and off */
+    /* check-unwind runs everything with the shadow stack and the memo on,
+     * with the shadow alone, and with neither */
     const char *shadow = getenv("HG_UNWIND_SHADOW");
     if (shadow && strcmp(shadow, "0") == 0) hg_unwind_set_shadow(0);
-    printf("unwind: shadow stack %s\n", hg_unwind_get_shadow() ? "on" : "off");
+    const char *memo = getenv("HG_UNWIND_MEMO");
+    g_memo_on = !(memo && strcmp(memo, "0") == 0);
+    if (!g_memo_on) hg_unwind_set_memo(0);
+    printf("unwind: shadow stack %s, memo %s\n", hg_unwind_get_shadow() ? "on" : "off",
+           hg_unwind_get_shadow() && g_memo_on ? "on" : "off");
 
     /* chains of several depths, cold then warm cache */
     for (int pass = 0; pass < 2; pass++)
@@ -443,13 +471,14 @@ int main(int argc, char **argv) {
         for (int i = 0; i <= 30; i++) {
             run_chain("chain-kept", 6, 128, EXPECT_FAST, NULL);
             if (i == 0) {   /* the first leaves the last stack's frames: count from here */
-                hg_unwind_shadow_stats(&j0, &l0);
+                taken_stats(&j0, &l0);
                 continue;
             }
             run_chain("chain-join-at-max", 6, 2 + (i - 1) % 15, EXPECT_FAST, NULL);
         }
-        hg_unwind_shadow_stats(&j1, &l1);
-        /* on: every walk after the first joins, and no check fails */
+        taken_stats(&j1, &l1);
+        /* on: every walk after the first joins (or is the memo's), and no
+         * check fails */
         int on = hg_unwind_get_shadow();
         if (on ? (j1 - j0 == 60 && l1 == l0) : (j1 == j0 && l1 == l0)) {
             atomic_fetch_add(&g_pass, 1);

@@ -112,9 +112,19 @@ final class StackStoreTests: XCTestCase {
         XCTAssertGreaterThan(ids.filter { $0 < 1 << 24 }.count, 100, "and in the first")
     }
 
+    /// The same, each path followed by an allocation from one of two fixed sites: the
+    /// unwinder's memo answers those walks and keeps their stack refs, which must be interned
+    /// again whenever the arena has moved on (a ref kept from an earlier epoch names a half
+    /// the collector may have handed back). Every hot allocation has its own site's frames.
+    func testRepeatedStacksThroughManyArenaEpochs() throws {
+        let ids = try checkRacingThreads(environment: environment(["HEAPGEN_ARENA_MB": "2", "MANYSTACKS_HOT": "1"]),
+                                         hot: true)
+        XCTAssertGreaterThan(ids.filter { $0 >= 1 << 24 }.count, 10_000, "stacks defined in later epochs")
+    }
+
     /// manystacks with 2^16 paths on 4 threads, recorded with `environment`: checks every
-    /// path's stack; returns the stack ids the trace defines.
-    private func checkRacingThreads(environment: [String: String]) throws -> [UInt32] {
+    /// path's stack (and with `hot`, every hot site's); returns the stack ids the trace defines.
+    private func checkRacingThreads(environment: [String: String], hot: Bool = false) throws -> [UInt32] {
         let k = 16, threads = 4
         let exe = try Fixture.build("manystacks.c")
         let native = try nativeOutput(exe, [String(k), String(threads)])
@@ -125,6 +135,7 @@ final class StackStoreTests: XCTestCase {
         var stacks: [UInt32: [UInt64]] = [:]
         var modules: [ModuleRecord] = []
         var allocations: [(bits: Int, stack: UInt32)] = []
+        var hotStacks: [UInt64: [UInt32: Int]] = [:]   // size -> stack id -> allocations
         var end: EndRecord?
         var reader = try TraceReader(path: rec.trace)
         try reader.forEach { record in
@@ -133,6 +144,8 @@ final class StackStoreTests: XCTestCase {
             case let .moduleLoad(m): modules.append(m)
             case let .allocation(_, _, size, stack, _) where size >= 16 && size < 16 + (1 << k):
                 allocations.append((Int(size - 16), stack))
+            case let .allocation(_, _, size, stack, _) where size == 16 + (1 << k) + 1 || size == 16 + (1 << k) + 2:
+                hotStacks[size, default: [:]][stack, default: 0] += 1
             case let .end(e): end = e
             default: break
             }
@@ -161,6 +174,18 @@ final class StackStoreTests: XCTestCase {
         XCTAssertEqual(perPath.filter { $0 != threads }.count, 0, "each path allocated once per thread")
         XCTAssertEqual(mismatches, 0, "all allocations of one path have the same frames")
         XCTAssertEqual(Set(firstStack.map { stacks[$0] ?? [] }).count, 1 << k, "distinct paths, distinct stacks")
+        if hot {
+            for (size, site) in [(UInt64(16 + (1 << k) + 1), "hot_a"), (UInt64(16 + (1 << k) + 2), "hot_b")] {
+                let byStack = hotStacks[size] ?? [:]
+                XCTAssertEqual(byStack.values.reduce(0, +), threads << (k - 1), "\(site): one allocation per thread and path")
+                XCTAssertNil(byStack[0], "\(site): allocations without a stack")
+                for id in byStack.keys.sorted() {
+                    let frames = stacks[id] ?? []
+                    let names = try LLVMSymbolizer.functionNames(frames: frames, modules: modules)
+                    XCTAssertEqual(Array(names.prefix(2)), [site, "run_paths"], "\(site): stack \(id) of \(byStack[id] ?? 0)")
+                }
+            }
+        }
 
         var sample: [UInt32] = []
         for i in 0..<24 { sample.append(UInt32((i * 2_731 + 5) % (1 << k))) }

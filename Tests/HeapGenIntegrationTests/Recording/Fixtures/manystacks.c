@@ -6,8 +6,11 @@
  * it is 0. The innermost level mallocs 16 + bits bytes, so an allocation's
  * size names its path. Every block is freed at once except every 4096th,
  * which stays live. With a second argument T, T threads run every path at
- * once, racing to store the same new stacks. Prints what it did (compared
- * with and without heapgen).
+ * once, racing to store the same new stacks. With MANYSTACKS_HOT=1 in the
+ * environment each path is followed by an allocation from one of two fixed
+ * sites, hot_a (16 + 2^K + 1 bytes) and hot_b (+ 2): the same few stacks
+ * again and again while the new ones fill the stack store. Prints what it
+ * did (compared with and without heapgen).
  * The stacks share their outer frames: a call tree of ~3 * 2^K edges.
  */
 #include <pthread.h>
@@ -40,9 +43,23 @@ __attribute__((noipa)) void *step_b(size_t size, unsigned bits, int depth)
     return p;
 }
 
+__attribute__((noipa)) void *hot_a(size_t size)
+{
+    void *p = malloc(size);
+    count_a++;
+    return p;
+}
+
+__attribute__((noipa)) void *hot_b(size_t size)
+{
+    void *p = malloc(size);
+    count_b++;
+    return p;
+}
+
 #define MAX_THREADS 8
 
-static int k;
+static int k, hot;
 static void *kept[MAX_THREADS][64];
 static unsigned long allocated[MAX_THREADS];
 
@@ -57,6 +74,8 @@ __attribute__((noipa)) void *run_paths(void *arg)
             kept[t][nkept++] = p;
         else
             free(p);
+        if (hot)
+            free((bits & 1) ? hot_b(16 + (1u << k) + 2) : hot_a(16 + (1u << k) + 1));
     }
     return NULL;
 }
@@ -70,6 +89,7 @@ int main(int argc, char **argv)
 {
     k = argc > 1 ? atoi(argv[1]) : 18;
     int threads = argc > 2 ? atoi(argv[2]) : 0;
+    hot = getenv("MANYSTACKS_HOT") != NULL;
     if (k < 1 || k > 22 || threads < 0 || threads > MAX_THREADS)
         return 2;
     const char *collector = getenv("HEAPGEN_COLLECTOR");
