@@ -11,28 +11,16 @@
 #include "shim.h"
 #include "unwind.h"
 
-void hg_record_alloc(uint32_t kind, void *p, size_t size, const hg_unwind_start *st)
+/* Unwinds from st into pcs (room for max frames), interns the stack and
+ * publishes the allocation. Entered with hg_guard raised by one. */
+static inline __attribute__((always_inline))
+void record(uint32_t kind, void *p, size_t size, const hg_unwind_start *st, uint32_t type, int nested,
+            uintptr_t *pcs, int max)
 {
-    if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
-        hg_thread_announce();
-
-    const int nested = hg_guard;
-    hg_guard++;
-    uint32_t type = 0;
-    if (HG_UNLIKELY(hg_swift_metadata != NULL) && hg_swift_size == size) {
-        /* The block of a Swift object: start the stack at the code that
-         * called swift_allocObject, and attach the type. */
-        const void *md = hg_swift_metadata;
-        st = hg_swift_start;
-        hg_swift_metadata = NULL;
-        type = nested ? hg_swift_type_id_cached(md) : hg_swift_type_id(md);
-    }
-
-    uintptr_t pcs[HG_MAX_FRAMES];
     int truncated = 0;
     uint64_t *memo;
     const uintptr_t *frames;
-    int n = hg_unwind_memo(st, pcs, (int)g_hg.max_frames, &truncated, &memo, &frames);
+    int n = hg_unwind_memo(st, pcs, max, &truncated, &memo, &frames);
     uint32_t ref = 0;
     if (memo != NULL) {
         /* A stack the thread walked before: its ref too, while the arena
@@ -66,6 +54,43 @@ void hg_record_alloc(uint32_t kind, void *p, size_t size, const hg_unwind_start 
     if (memo != NULL)
         hg_unwind_memo_done();
     hg_emit(kind, (uint64_t)(uintptr_t)p, size, ref, type);
+}
+
+/* Without the thread's frame buffer (nested in the shim, in use by the call
+ * we interrupted, or none to be had): 64 frames on this stack. Out of line,
+ * so the common path's frame stays small. */
+#define HG_SMALL_FRAMES 64
+static void __attribute__((noinline))
+record_small(uint32_t kind, void *p, size_t size, const hg_unwind_start *st, uint32_t type, int nested)
+{
+    uintptr_t pcs[HG_SMALL_FRAMES];
+    const int max = g_hg.max_frames < HG_SMALL_FRAMES ? (int)g_hg.max_frames : HG_SMALL_FRAMES;
+    record(kind, p, size, st, type, nested, pcs, max);
+}
+
+void hg_record_alloc(uint32_t kind, void *p, size_t size, const hg_unwind_start *st)
+{
+    if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
+        hg_thread_announce();
+
+    const int nested = hg_guard;
+    hg_guard++;
+    uint32_t type = 0;
+    if (HG_UNLIKELY(hg_swift_metadata != NULL) && hg_swift_size == size) {
+        /* The block of a Swift object: start the stack at the code that
+         * called swift_allocObject, and attach the type. */
+        const void *md = hg_swift_metadata;
+        st = hg_swift_start;
+        hg_swift_metadata = NULL;
+        type = nested ? hg_swift_type_id_cached(md) : hg_swift_type_id(md);
+    }
+    uintptr_t *pcs = nested ? NULL : hg_thread_frames_take();
+    if (HG_UNLIKELY(pcs == NULL)) {
+        record_small(kind, p, size, st, type, nested);
+        return;
+    }
+    record(kind, p, size, st, type, nested, pcs, (int)g_hg.max_frames);
+    hg_thread_frames_give();
 }
 
 void hg_record_free(uint32_t kind, void *p)

@@ -149,10 +149,22 @@ uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n, int truncated);
 /* 1 when the arena has begun another epoch since `ref` (a tagged ref) was
  * interned: the collector may release its half before it reads the record. */
 int hg_stack_stale(uint32_t ref);
+/* The calling thread's hint for building stacks (its last built one) lives
+ * in HG_STACK_THREAD_BYTES of memory (8-aligned) it is given; NULL takes
+ * it back. */
+#define HG_STACK_THREAD_BYTES 3136
+void hg_stack_attach(void *state);
 /* A stack's ref kept in two words beside it (hg_unwind_memo's): put after
  * interning, get returns it while it is still the stack's (else 0). */
 void hg_stack_memo_put(uint64_t w[2], uint32_t ref);
 uint32_t hg_stack_memo_get(const uint64_t w[2]);
+
+/* thread.c: the calling thread's frame buffer (HG_MAX_FRAMES), from the
+ * block that also holds its unwinder and stack-store state (attached on the
+ * first call); NULL when there is none or a call we interrupted is using
+ * it. Give it back when done. */
+uintptr_t *hg_thread_frames_take(void);
+void hg_thread_frames_give(void);
 
 /* modules.c */
 int  hg_modules_contain_all(const uint64_t *pcs, uint32_t n);

@@ -355,7 +355,7 @@ static uint32_t edge_intern(uint64_t *heads, uint32_t parent, uint64_t pc, uint3
  * and the index buckets they go into are all loaded before the first is
  * pushed, so their cache misses overlap instead of coming one a frame (a
  * test suite's stacks: 5 new nodes a build, two misses each when looked up
- * one by one). Fills refs[d - 1 ..]; the innermost node's ref, 0 if the
+ * one by one). Fills refs[d - 1 ..] (unless NULL); the innermost node's ref, 0 if the
  * arena is full, NODE_MOVED if it left `arena_epoch`. */
 static uint32_t chain_new(uint64_t *heads, uint32_t parent, const uint64_t *pcs, uint32_t n, uint32_t d,
                           uint32_t trunc, uint64_t epoch, uint64_t arena_epoch, uint32_t *refs)
@@ -369,7 +369,8 @@ static uint32_t chain_new(uint64_t *heads, uint32_t parent, const uint64_t *pcs,
         const uint32_t ref = base + i * step;
         const node_blob *b = node_init(ref, i == 0 ? parent : ref - step, pcs[n - d - i], (d + i) | trunc);
         __builtin_prefetch(edge_head(heads, b->n.parent, b->n.pc, b->h.len), 1);
-        refs[d - 1 + i] = ref;
+        if (refs != NULL)
+            refs[d - 1 + i] = ref;
     }
     /* (The buckets again rather than kept: this may run on a signal
      * handler's small stack.) */
@@ -400,7 +401,20 @@ typedef struct last_built {
     uint32_t refs[HG_MAX_FRAMES];       /* refs[d - 1]: its node                    */
 } last_built;
 
-static HG_TLS last_built last;
+/* In memory the thread's owner attached (hg_stack_attach; NULL: no hint),
+ * not static TLS, which comes out of every thread's stack. */
+static HG_TLS last_built *last_ptr;
+
+_Static_assert(sizeof(last_built) <= HG_STACK_THREAD_BYTES, "HG_STACK_THREAD_BYTES too small");
+
+void hg_stack_attach(void *state)
+{
+    last_built *L = (last_built *)state;
+    if (L != NULL)
+        L->epoch = 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    last_ptr = L;
+}
 
 /* Builds (or finds) the chain of nodes for pcs[0..n), outermost first, in
  * arena epoch `arena_epoch`; returns the innermost node's ref, 0 if the
@@ -409,38 +423,48 @@ static uint32_t build_stack(uint64_t *heads, const uint64_t *pcs, uint32_t n,
                             uint32_t trunc, uint64_t epoch, uint64_t arena_epoch)
 {
     uint32_t parent = 0, depth = 0;
-    if (last.epoch == epoch + 1 && last.trunc == trunc) {
-        uint32_t m = n < last.n ? n : last.n;
-        while (depth < m && last.pcs[depth] == pcs[n - 1 - depth])
+    last_built *const L = last_ptr;   /* NULL: no hint to use or keep */
+    if (L != NULL && L->epoch == epoch + 1 && L->trunc == trunc) {
+        uint32_t m = n < L->n ? n : L->n;
+        while (depth < m && L->pcs[depth] == pcs[n - 1 - depth])
             depth++;
-        if (depth > 0 && same_stack(last.refs[depth - 1], pcs + (n - depth), depth, trunc))
-            parent = last.refs[depth - 1];
+        if (depth > 0 && same_stack(L->refs[depth - 1], pcs + (n - depth), depth, trunc))
+            parent = L->refs[depth - 1];
         else
             depth = 0;
     }
-    last.epoch = 0;     /* being rewritten */
+    if (L != NULL)
+        L->epoch = 0;     /* being rewritten */
     int announced = 0, created = 0;
     for (uint32_t d = depth + 1; d <= n; d++) {
         /* Below a node this build made, every edge is new: the rest at once. */
         const int rest = created;
-        const uint32_t node = rest ? chain_new(heads, parent, pcs, n, d, trunc, epoch, arena_epoch, last.refs)
+        const uint32_t node = rest ? chain_new(heads, parent, pcs, n, d, trunc, epoch, arena_epoch,
+                                               L != NULL ? L->refs : NULL)
                                    : edge_intern(heads, parent, pcs[n - d], d | trunc, epoch, arena_epoch,
                                                  pcs, n, &announced, &created);
         parent = node;
+        if (L == NULL) {
+            if (node == 0 || node == NODE_MOVED || rest)
+                break;
+            continue;
+        }
         if (node == 0 || node == NODE_MOVED) {
-            last.n = d - 1;
+            L->n = d - 1;
             break;
         }
         const uint32_t upto = rest ? n : d;   /* depths stored by this step */
         for (uint32_t e = d; e <= upto; e++)
-            last.pcs[e - 1] = pcs[n - e];
-        last.refs[upto - 1] = node;           /* (chain_new filled the others) */
-        last.n = upto;
+            L->pcs[e - 1] = pcs[n - e];
+        L->refs[upto - 1] = node;           /* (chain_new filled the others) */
+        L->n = upto;
         if (rest)
             break;
     }
-    last.trunc = trunc;
-    last.epoch = epoch + 1;
+    if (L != NULL) {
+        L->trunc = trunc;
+        L->epoch = epoch + 1;
+    }
     return parent;
 }
 

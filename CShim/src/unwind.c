@@ -1044,8 +1044,8 @@ static inline int rule_step(hg_rule r, uintptr_t sp, uintptr_t rbp, uintptr_t lo
  * shadow).  Walks that end in walk_slow or at `max` are not kept (the last
  * one kept stays).
  *
- * Size: about 2.1 KiB of initial-exec TLS per thread (kept small: static
- * TLS comes out of every thread's stack).
+ * Size: about 2.1 KiB per thread, with the memo about 5.6 KiB, in memory
+ * the thread's owner attaches (hg_unwind_attach), not in static TLS.
  * ---------------------------------------------------------------------- */
 
 #define SHADOW_MAX 32             /* a power of two: `fresh` is a ring */
@@ -1115,7 +1115,20 @@ typedef struct shadow_state {
     memo_entry memo[MEMO_WAYS];
 } shadow_state;
 
-static __thread shadow_state hg_shadow __attribute__((tls_model("initial-exec")));
+/* The calling thread's shadow and memo, in memory its owner attached
+ * (hg_unwind_attach; NULL: none, walks use rules only). Not static TLS:
+ * glibc carves static TLS out of every thread's stack, and a thread made
+ * with a 16 KiB stack crashed in its own code with ~5 KiB of it ours. */
+static __thread shadow_state *hg_shadow __attribute__((tls_model("initial-exec")));
+
+_Static_assert(sizeof(shadow_state) <= HG_UNWIND_THREAD_BYTES, "HG_UNWIND_THREAD_BYTES too small");
+
+void hg_unwind_attach(void *state) {
+    shadow_state *K = (shadow_state *)state;
+    if (K != NULL) memset(K, 0, sizeof *K);
+    atomic_signal_fence(memory_order_seq_cst);
+    hg_shadow = K;
+}
 static _Atomic int hg_shadow_off;
 static const uintptr_t shadow_zero = 0;
 
@@ -1128,8 +1141,8 @@ int hg_unwind_get_shadow(void) {
 }
 
 void hg_unwind_shadow_stats(unsigned long *joined, unsigned long *left) {
-    *joined = hg_shadow.joined;
-    *left = hg_shadow.left;
+    *joined = hg_shadow ? hg_shadow->joined : 0;
+    *left = hg_shadow ? hg_shadow->left : 0;
 }
 
 #define FRESH(K, i) ((K)->fresh[(uint32_t)(i) & (SHADOW_MAX - 1)])
@@ -1205,7 +1218,7 @@ static void shadow_splice(shadow_state *K, int j, int at) {
  * sound as the shadow's join.  Its user words carry the stack store's ref
  * for the stack (hg_unwind_memo), so a hit also skips interning.
  *
- * Size: MEMO_WAYS * ~400 bytes of the same TLS.
+ * Size: MEMO_WAYS * ~430 bytes beside the shadow.
  * ---------------------------------------------------------------------- */
 
 static _Atomic int hg_memo_off;
@@ -1333,10 +1346,10 @@ int unwind_walk(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncat
     /* The shadow: K is NULL when a walk of this thread is already using it
      * (we interrupted it) or it is off; j is the kept frame to compare
      * with next, innermost first (-1: none left, or one differed). */
-    shadow_state *K = &hg_shadow;
+    shadow_state *K = hg_shadow;
     memo_entry *memo = NULL;
     int j = -1;
-    if (hg_likely(!K->busy) && !atomic_load_explicit(&hg_shadow_off, memory_order_relaxed)) {
+    if (hg_likely(K != NULL && !K->busy) && !atomic_load_explicit(&hg_shadow_off, memory_order_relaxed)) {
         K->busy = 1;
         atomic_signal_fence(memory_order_seq_cst);
         const int w = memo_way(K, st->pc, st->cfa);   /* (none when off) */
@@ -1452,10 +1465,10 @@ int hg_unwind_memo(const hg_unwind_start *st, uintptr_t *pcs, int max, int *trun
 
 void hg_unwind_memo_done(void) {
     atomic_signal_fence(memory_order_seq_cst);
-    hg_shadow.busy = 0;
+    hg_shadow->busy = 0;
 }
 
 void hg_unwind_memo_stats(unsigned long *hits, unsigned long *left) {
-    *hits = hg_shadow.memo_hits;
-    *left = hg_shadow.memo_left;
+    *hits = hg_shadow ? hg_shadow->memo_hits : 0;
+    *left = hg_shadow ? hg_shadow->memo_left : 0;
 }

@@ -111,6 +111,13 @@ uint64_t hg_unwind_slow_stacks(void);
  * its segment header's unwind_fallbacks (the field kept its name). */
 void hg_unwind_set_fallback_sink(uint64_t *counter);
 
+/* The calling thread's shadow and memo live in HG_UNWIND_THREAD_BYTES of
+ * memory (64-byte aligned) its owner gives it, zeroed here; NULL takes it
+ * back (walks then use rules only, as before the first attach). Not in
+ * static TLS: that comes out of every thread's stack. */
+#define HG_UNWIND_THREAD_BYTES 6144
+void hg_unwind_attach(void *state);
+
 /* The per-thread shadow of the last stack (unwind.c, "The shadow of the
  * last stack"): on by default.  Off, every frame is walked with its rule;
  * the stacks are the same either way (HEAPGEN_UNWIND_SHADOW=0 turns it off,

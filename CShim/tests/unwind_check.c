@@ -355,9 +355,13 @@ static NOINLINE void run_shadow(void) {
 
 /* ---- threads ---- */
 
+/* Each thread's shadow and memo (the shim keeps them in its thread blocks). */
+static _Thread_local _Alignas(64) unsigned char t_unwind_state[HG_UNWIND_THREAD_BYTES];
+
 static void *thread_main(void *arg) {
     long id = (long)arg;
     t_in_threads = 1;
+    hg_unwind_attach(t_unwind_state);
     for (int i = 0; i < 300; i++) {
         run_chain("thread-chain", (int)(id + i) % 9, 64, 0, NULL);
         chain_arg a = { "thread-recursion", 32, 0, NULL };
@@ -448,6 +452,7 @@ static void run_dl(const char *path) {
 int main(int argc, char **argv) {
     g_verbose = getenv("HG_UNWIND_VERBOSE") != NULL;
     hg_unwind_init();
+    hg_unwind_attach(t_unwind_state);
     /* check-unwind runs everything with the shadow stack and the memo on,
      * with the shadow alone, and with neither */
     const char *shadow = getenv("HG_UNWIND_SHADOW");

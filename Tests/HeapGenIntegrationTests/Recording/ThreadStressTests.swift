@@ -52,4 +52,41 @@ final class ThreadStressTests: XCTestCase {
         XCTAssertGreaterThan(s.producerWaits ?? 0, 0, "producers never waited on a 1,024-slot ring?\n\(s)")
         XCTAssertGreaterThanOrEqual(s.uint("threadCount") ?? 0, UInt64(Self.threads + 1))
     }
+
+    /// Threads on 16 KiB stacks (PTHREAD_STACK_MIN) that use 6 KiB of them before they
+    /// allocate run as they do natively: the shim's per-thread state is not static TLS (which
+    /// glibc takes out of every thread's stack; with ~5 KiB of it such a thread crashed), and
+    /// its frame buffer is not on the allocating call's stack. 64 threads in waves of 8, so
+    /// thread blocks go back to the pool and are taken again; every allocation is recorded
+    /// with its own stack.
+    func testThreadsOnTheSmallestStacksRunAsNatively() throws {
+        let exe = try Fixture.build("smallstacks.c", flags: ["-O2", "-g", "-pthread"])
+        let native = try runProcess(exe, ["64"], timeout: 60)
+        XCTAssertStatus(native, 0, "native run")
+        let rec = try HeapGenCLI.recording(exe, ["64"], flags: ["--quiet"])
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdout, native.stdout)
+
+        var stacks: [UInt32: [UInt64]] = [:]
+        var modules: [ModuleRecord] = []
+        var bySize: [UInt64: [UInt32]] = [:]
+        try HeapGenCLI.records(rec.trace).forEach { r in
+            switch r {
+            case let .stack(id, frames): stacks[id] = frames
+            case let .moduleLoad(m): modules.append(m)
+            case let .allocation(_, _, size, stack, _) where size >= 1000 && size < 1064: bySize[size, default: []].append(stack)
+            default: break
+            }
+        }
+        XCTAssertEqual(bySize.count, 64, "one allocation size per thread")
+        XCTAssertTrue(bySize.values.allSatisfy { $0.count == 1 }, "each once")
+        for size: UInt64 in [1000, 1007, 1031, 1063] {
+            let frames = stacks[bySize[size]?.first ?? 0] ?? []
+            let names = try LLVMSymbolizer.functionNames(frames: frames, modules: modules)
+            XCTAssertEqual(Array(names.prefix(2)), ["deep_in_small_stack", "run"], "\(size)-byte allocation: \(names)")
+        }
+        let s = try HeapGenCLI.summary(rec.trace)
+        XCTAssertEqual(s.unknownFrees, 0, "\(s.problems.prefix(5))")
+        XCTAssertTrue(s.problems.isEmpty, "\(s.problems.prefix(5))")
+    }
 }
