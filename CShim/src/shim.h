@@ -146,9 +146,22 @@ uint32_t hg_arena_put(uint32_t tag, const void *a, uint32_t alen,
 /* The stack id of pcs[0..n) (innermost first); `truncated`: the unwinder
  * stopped at the frame limit. 0 (counted in stacks_lost) if it cannot be stored. */
 uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n, int truncated);
+/* The arena epoch the shim stores stacks in now. */
+static inline uint64_t hg_arena_epoch_now(void)
+{
+    return __atomic_load_n(&g_hg.hdr->arena_state, __ATOMIC_RELAXED) >> HG_ARENA_EPOCH_SHIFT;
+}
 /* 1 when the arena has begun another epoch since `ref` (a tagged ref) was
- * interned: the collector may release its half before it reads the record. */
-int hg_stack_stale(uint32_t ref);
+ * interned: the collector may release its half before it reads the record.
+ * (Inline, like hg_stack_memo_get: both run on every allocation.) */
+static inline int hg_ref_of_epoch(uint32_t ref, uint64_t epoch)
+{
+    return ((epoch - (ref >> HG_REF_OFFSET_BITS)) & 0xff) == 0;
+}
+static inline int hg_stack_stale(uint32_t ref)
+{
+    return !hg_ref_of_epoch(ref, hg_arena_epoch_now());
+}
 /* The calling thread's hint for building stacks (its last built one) lives
  * in HG_STACK_THREAD_BYTES of memory (8-aligned) it is given; NULL takes
  * it back. */
@@ -157,14 +170,36 @@ void hg_stack_attach(void *state);
 /* A stack's ref kept in two words beside it (hg_unwind_memo's): put after
  * interning, get returns it while it is still the stack's (else 0). */
 void hg_stack_memo_put(uint64_t w[2], uint32_t ref);
-uint32_t hg_stack_memo_get(const uint64_t w[2]);
+static inline uint32_t hg_stack_memo_get(const uint64_t w[2])
+{
+    if (w[0] != hg_arena_epoch_now() + 1 || (uint32_t)(w[1] >> 32) != __atomic_load_n(&g_hg.epoch, __ATOMIC_ACQUIRE))
+        return 0;
+    return (uint32_t)w[1];
+}
 
 /* thread.c: the calling thread's frame buffer (HG_MAX_FRAMES), from the
  * block that also holds its unwinder and stack-store state (attached on the
  * first call); NULL when there is none or a call we interrupted is using
- * it. Give it back when done. */
-uintptr_t *hg_thread_frames_take(void);
-void hg_thread_frames_give(void);
+ * it. Give it back when done. Inline: on every allocation. */
+extern HG_TLS uintptr_t *hg_frames;      /* NULL: no block (yet, or any more) */
+extern HG_TLS int hg_frames_busy;
+uintptr_t *hg_thread_attach(void);
+static inline uintptr_t *hg_thread_frames_take(void)
+{
+    uintptr_t *f = hg_frames;
+    if (HG_UNLIKELY(f == NULL))
+        return hg_thread_attach();
+    if (HG_UNLIKELY(hg_frames_busy))
+        return NULL;   /* we interrupted the call that uses them */
+    hg_frames_busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return f;
+}
+static inline void hg_thread_frames_give(void)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    hg_frames_busy = 0;
+}
 
 /* modules.c */
 int  hg_modules_contain_all(const uint64_t *pcs, uint32_t n);

@@ -570,26 +570,9 @@ uint32_t hg_stack_intern(const uint64_t *pcs, uint32_t n, int truncated)
  * epoch by its low 8 bits only. */
 void hg_stack_memo_put(uint64_t w[2], uint32_t ref)
 {
-    const uint64_t now =
-        __atomic_load_n(&g_hg.hdr->arena_state, __ATOMIC_RELAXED) >> HG_ARENA_EPOCH_SHIFT;
-    if (ref == 0 || ((now - (ref >> HG_REF_OFFSET_BITS)) & 0xff) != 0)
+    const uint64_t now = hg_arena_epoch_now();
+    if (ref == 0 || !hg_ref_of_epoch(ref, now))
         return;
     w[0] = now + 1;
     w[1] = (uint64_t)__atomic_load_n(&g_hg.epoch, __ATOMIC_ACQUIRE) << 32 | ref;
-}
-
-uint32_t hg_stack_memo_get(const uint64_t w[2])
-{
-    const uint64_t now =
-        __atomic_load_n(&g_hg.hdr->arena_state, __ATOMIC_RELAXED) >> HG_ARENA_EPOCH_SHIFT;
-    if (w[0] != now + 1 || (uint32_t)(w[1] >> 32) != __atomic_load_n(&g_hg.epoch, __ATOMIC_ACQUIRE))
-        return 0;
-    return (uint32_t)w[1];
-}
-
-int hg_stack_stale(uint32_t ref)
-{
-    const uint64_t now =
-        __atomic_load_n(&g_hg.hdr->arena_state, __ATOMIC_RELAXED) >> HG_ARENA_EPOCH_SHIFT;
-    return ((now - (ref >> HG_REF_OFFSET_BITS)) & 0xff) != 0;
 }

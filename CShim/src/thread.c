@@ -9,7 +9,7 @@
  * crashed in its own code under heapgen. The frame buffer lived on the
  * stack of the allocating call, 2 KiB below the program's deepest frame.
  *
- * A thread gets a block at its first recorded allocation (hg_thread_frames_take)
+ * A thread gets a block at its first recorded allocation (hg_thread_attach)
  * and gives it back when it exits (a pthread key's destructor). Blocks are
  * never unmapped, so the free list is a lock-free stack whose head carries
  * a counter against ABA; taking and giving back are a CAS each, safe in a
@@ -25,7 +25,6 @@
 
 typedef struct hg_thread_block {
     struct hg_thread_block *next;        /* free list                      */
-    int frames_busy;                     /* a recording call is using frames */
     _Alignas(64) unsigned char unwind[HG_UNWIND_THREAD_BYTES];
     _Alignas(64) unsigned char stacks[HG_STACK_THREAD_BYTES];
     uintptr_t frames[HG_MAX_FRAMES];
@@ -37,6 +36,8 @@ typedef struct hg_thread_block {
 
 static uint64_t free_head;               /* counter << PTR_BITS | block      */
 static HG_TLS hg_thread_block *mine;
+HG_TLS uintptr_t *hg_frames;             /* mine->frames                    */
+HG_TLS int hg_frames_busy;
 static HG_TLS int released;              /* gave its block back: exiting    */
 static pthread_key_t exit_key;
 static int key_state;                    /* 0 none, 1 being made, 2 made, 3 failed */
@@ -93,6 +94,7 @@ static void thread_exit(void *arg)
         return;
     hg_unwind_attach(NULL);
     hg_stack_attach(NULL);
+    hg_frames = NULL;
     mine = NULL;
     released = 1;
     push(b);
@@ -110,38 +112,27 @@ static int have_key(void)
     return s == 2;   /* (another thread making it: go without a block this time) */
 }
 
-uintptr_t *hg_thread_frames_take(void)
+/* hg_thread_frames_take without a block: attach one (the frames taken). */
+uintptr_t *hg_thread_attach(void)
 {
-    hg_thread_block *b = mine;
-    if (HG_LIKELY(b != NULL)) {
-        if (HG_UNLIKELY(b->frames_busy))
-            return NULL;   /* we interrupted the call that uses them */
-        b->frames_busy = 1;
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        return b->frames;
-    }
     /* Once it gave its block back, a thread is exiting: a destructor that
      * allocates after ours ran would otherwise take a block nobody gives
      * back. */
     if (released || !have_key())
         return NULL;
-    b = take();
+    hg_thread_block *b = take();
     if (b == NULL)
         return NULL;
-    b->frames_busy = 1;
     hg_unwind_attach(b->unwind);
     hg_stack_attach(b->stacks);
     mine = b;
+    hg_frames_busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    hg_frames = b->frames;
     /* (A key below PTHREAD_KEY_2NDLEVEL_SIZE is a store in the thread's
      * descriptor; a later one may allocate: that call is nested, guarded.
      * If it fails the block is not given back at exit: kept rather than
      * risk a block in use on the free list.) */
     (void)pthread_setspecific(exit_key, b);
     return b->frames;
-}
-
-void hg_thread_frames_give(void)
-{
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    mine->frames_busy = 0;
 }
