@@ -3,7 +3,7 @@
  * shim maps itself, not in static TLS.
  *
  * The unwinder's shadow and memo, the stack store's last built stack and
- * the frame buffer of the recording path come to about 11 KiB a thread.
+ * the frame buffer of the recording path come to about 17 KiB a thread.
  * In static TLS they came out of every thread's stack (glibc carves static
  * TLS from the stack it allocates): a thread created with a 16 KiB stack
  * crashed in its own code under heapgen. The frame buffer lived on the

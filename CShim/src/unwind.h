@@ -115,7 +115,7 @@ void hg_unwind_set_fallback_sink(uint64_t *counter);
  * memory (64-byte aligned) its owner gives it, zeroed here; NULL takes it
  * back (walks then use rules only, as before the first attach). Not in
  * static TLS: that comes out of every thread's stack. */
-#define HG_UNWIND_THREAD_BYTES 6144
+#define HG_UNWIND_THREAD_BYTES 12288
 void hg_unwind_attach(void *state);
 
 /* The per-thread shadow of the last stack (unwind.c, "The shadow of the
