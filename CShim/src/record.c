@@ -56,9 +56,9 @@ void record(uint32_t kind, void *p, size_t size, const hg_unwind_start *st, uint
     hg_emit(kind, (uint64_t)(uintptr_t)p, size, ref, type);
 }
 
-/* Without the thread's frame buffer (nested in the shim, in use by the call
- * we interrupted, or none to be had): 64 frames on this stack. Out of line,
- * so the common path's frame stays small. */
+/* Without a frame buffer of the thread's (nested two deep in the shim, or
+ * none to be had): 64 frames on this stack. Out of line, so the common
+ * path's frame stays small. */
 #define HG_SMALL_FRAMES 64
 static void __attribute__((noinline))
 record_small(uint32_t kind, void *p, size_t size, const hg_unwind_start *st, uint32_t type, int nested)
@@ -84,7 +84,7 @@ void hg_record_alloc(uint32_t kind, void *p, size_t size, const hg_unwind_start 
         hg_swift_metadata = NULL;
         type = nested ? hg_swift_type_id_cached(md) : hg_swift_type_id(md);
     }
-    uintptr_t *pcs = nested ? NULL : hg_thread_frames_take();
+    uintptr_t *pcs = hg_thread_frames_take();
     if (HG_UNLIKELY(pcs == NULL)) {
         record_small(kind, p, size, st, type, nested);
         return;

@@ -177,28 +177,32 @@ static inline uint32_t hg_stack_memo_get(const uint64_t w[2])
     return (uint32_t)w[1];
 }
 
-/* thread.c: the calling thread's frame buffer (HG_MAX_FRAMES), from the
- * block that also holds its unwinder and stack-store state (attached on the
- * first call); NULL when there is none or a call we interrupted is using
- * it. Give it back when done. Inline: on every allocation. */
-extern HG_TLS uintptr_t *hg_frames;      /* NULL: no block (yet, or any more) */
-extern HG_TLS int hg_frames_busy;
+/* thread.c: a frame buffer (HG_MAX_FRAMES) of the calling thread, from
+ * the block that also holds its unwinder and stack-store state (attached
+ * on the first call): one for a call and one for a call nested in it (a
+ * signal handler's, or the shim's own slow path's); NULL deeper, or with no
+ * block. Give it back when done (nested calls end first). Inline: on every
+ * allocation. */
+#define HG_FRAME_LEVELS 2
+extern HG_TLS uintptr_t *hg_frames;      /* level 0's; NULL: no block (yet, or any more) */
+extern HG_TLS int hg_frames_busy;        /* levels in use */
 uintptr_t *hg_thread_attach(void);
 static inline uintptr_t *hg_thread_frames_take(void)
 {
     uintptr_t *f = hg_frames;
     if (HG_UNLIKELY(f == NULL))
-        return hg_thread_attach();
-    if (HG_UNLIKELY(hg_frames_busy))
-        return NULL;   /* we interrupted the call that uses them */
-    hg_frames_busy = 1;
+        return hg_frames_busy == 0 ? hg_thread_attach() : NULL;
+    const int level = hg_frames_busy;
+    if (HG_UNLIKELY(level >= HG_FRAME_LEVELS))
+        return NULL;
+    hg_frames_busy = level + 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    return f;
+    return f + (size_t)level * HG_MAX_FRAMES;
 }
 static inline void hg_thread_frames_give(void)
 {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    hg_frames_busy = 0;
+    hg_frames_busy--;
 }
 
 /* modules.c */

@@ -3,7 +3,7 @@
  * shim maps itself, not in static TLS.
  *
  * The unwinder's shadow and memo, the stack store's last built stack and
- * the frame buffer of the recording path come to about 17 KiB a thread.
+ * the frame buffers of the recording path come to about 19 KiB a thread.
  * In static TLS they came out of every thread's stack (glibc carves static
  * TLS from the stack it allocates): a thread created with a 16 KiB stack
  * crashed in its own code under heapgen. The frame buffer lived on the
@@ -14,8 +14,9 @@
  * never unmapped, so the free list is a lock-free stack whose head carries
  * a counter against ABA; taking and giving back are a CAS each, safe in a
  * signal handler. A thread that cannot get one (mmap failed, or its exit
- * already ran the destructors) records with rules-only unwinding and a
- * frame buffer on the stack of 64 frames.
+ * already ran the destructors), and a call nested two deep in the shim,
+ * record with a frame buffer of 64 frames on the stack (and without the
+ * shadow, which the thread's outer call holds, or which it has none of).
  */
 #include <pthread.h>
 #include <string.h>
@@ -27,7 +28,7 @@ typedef struct hg_thread_block {
     struct hg_thread_block *next;        /* free list                      */
     _Alignas(64) unsigned char unwind[HG_UNWIND_THREAD_BYTES];
     _Alignas(64) unsigned char stacks[HG_STACK_THREAD_BYTES];
-    uintptr_t frames[HG_MAX_FRAMES];
+    uintptr_t frames[HG_FRAME_LEVELS][HG_MAX_FRAMES];
 } hg_thread_block;
 
 #define BLOCKS_PER_MAP 16
@@ -36,7 +37,7 @@ typedef struct hg_thread_block {
 
 static uint64_t free_head;               /* counter << PTR_BITS | block      */
 static HG_TLS hg_thread_block *mine;
-HG_TLS uintptr_t *hg_frames;             /* mine->frames                    */
+HG_TLS uintptr_t *hg_frames;             /* mine->frames[0]                 */
 HG_TLS int hg_frames_busy;
 static HG_TLS int released;              /* gave its block back: exiting    */
 static pthread_key_t exit_key;
@@ -128,11 +129,11 @@ uintptr_t *hg_thread_attach(void)
     mine = b;
     hg_frames_busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    hg_frames = b->frames;
+    hg_frames = b->frames[0];
     /* (A key below PTHREAD_KEY_2NDLEVEL_SIZE is a store in the thread's
      * descriptor; a later one may allocate: that call is nested, guarded.
      * If it fails the block is not given back at exit: kept rather than
      * risk a block in use on the free list.) */
     (void)pthread_setspecific(exit_key, b);
-    return b->frames;
+    return b->frames[0];
 }

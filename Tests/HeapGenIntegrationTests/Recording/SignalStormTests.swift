@@ -92,6 +92,43 @@ final class SignalStormTests: XCTestCase {
         XCTAssertEqual(incomplete, 0, "handler stacks that stop before main")
     }
 
+    /// deepsignal.c: a handler that interrupts the shim 100 frames deep (a call nested in the
+    /// shim, which has its own frame buffer) records its whole stack, like every other one:
+    /// on_prof, through the signal frame, 100 frames of `deep`, main. None is cut at the frame
+    /// limit (each had only 64 frames while nested calls fell back to a small buffer).
+    func testHandlerAllocationsDeepInTheProgramKeepTheirWholeStack() throws {
+        let exe = try Fixture.build("deepsignal.c", flags: ["-O2", "-g"])
+        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet"], environment: ["LD_BIND_NOW": "1"])
+        XCTAssertStatus(rec.result, 0)
+        let fields = rec.result.stdoutText.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int($0) }
+        let handled = try XCTUnwrap(fields.first, rec.result.stdoutText)
+        XCTAssertGreaterThan(handled, 10, "the timer fired while the program ran")
+
+        var stacks: [UInt32: [UInt64]] = [:]
+        var modules: [ModuleRecord] = []
+        var handlerStacks: [UInt32: Int] = [:]
+        for r in try HeapGenCLI.records(rec.trace) {
+            switch r {
+            case let .stack(id, frames): stacks[id] = frames
+            case let .moduleLoad(m): modules.append(m)
+            case let .allocation(_, _, 7777, stack, _): handlerStacks[stack, default: 0] += 1
+            default: break
+            }
+        }
+        XCTAssertEqual(handlerStacks.values.reduce(0, +), handled, "every handler allocation recorded")
+        let pcs = Array(Set(handlerStacks.keys.flatMap { stacks[$0] ?? [] }))
+        let named = Dictionary(uniqueKeysWithValues: zip(pcs, try LLVMSymbolizer.functionNames(frames: pcs, modules: modules)))
+        for (stack, count) in handlerStacks {
+            let names = (stacks[stack] ?? []).map { named[$0] ?? "??" }
+            XCTAssertEqual(names.first, "on_prof", "stack \(stack)")
+            XCTAssertGreaterThanOrEqual(names.filter { $0 == "deep" }.count, 101, "stack \(stack) of \(count): \(names.count) frames")
+            XCTAssertTrue(names.contains("main"), "stack \(stack) of \(count) reaches main: \(names.suffix(4))")
+        }
+        let info = try runProcess(try TestPaths.heapgen(), ["info", rec.trace], timeout: 120)
+        XCTAssertStatus(info, 0)
+        XCTAssertFalse(info.stdoutText.contains("truncated"), info.stdoutText)
+    }
+
     /// The same storm through a 1,024-slot ring, full most of the time:
     /// handlers then wait for room while the main thread is inside the shim
     /// (no hang), and the one case where waiting cannot work (nested in our
