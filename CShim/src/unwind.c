@@ -1218,9 +1218,9 @@ static void shadow_splice(shadow_state *K, int j, int at) {
  * its starting frame (pc, SP): a walk whose start equals an entry's is
  * that entry's join at frame 0, every slot it depends on checked in one
  * loop of independent loads, and no frame walked. Measured (program CPU,
- * medians of 5 interleaved rounds): the 8-11-frame bench 1.58 -> 1.16 s.  An entry is a copy of
- * the kept frames after a complete walk (memo_store), so it is exactly as
- * sound as the shadow's join.  Its user words carry the stack store's ref
+ * medians of 5 interleaved rounds): the 8-11-frame bench 1.58 -> 1.16 s.
+ * An entry is a copy of the kept frames after a complete walk (memo_store),
+ * so it is exactly as sound as the shadow's join.  Its user words carry the stack store's ref
  * for the stack (hg_unwind_memo), so a hit also skips interning.
  *
  * Size: MEMO_WAYS * ~900 bytes beside the shadow.
@@ -1238,8 +1238,7 @@ void hg_unwind_set_memo(int on) {
 static inline int memo_way(const shadow_state *K, uintptr_t pc, uintptr_t sp) {
     /* A mask, not a branch an entry: with a few stacks in turn, which entry
      * matches is what a branch cannot predict (the branches drew half of the
-     * lookup's samples; the bench's time is the same within noise, bound by
-     * the ring's locked claim). */
+     * lookup's samples; the bench's time is the same within noise). */
     uint32_t m = 0;
     for (int i = 0; i < MEMO_WAYS; i++)
         m |= (uint32_t)((K->memo_sp[i] == sp) & (K->memo_pc[i] == pc)) << i;
@@ -1323,6 +1322,12 @@ static memo_entry *memo_store(shadow_state *K, int n, uint32_t epoch, uintptr_t 
     K->memo_sp[w] = sp0;
     K->memo_pc[w] = e->val[0];
     return e;
+}
+
+/* The walk's hold on the shadow ends: a signal handler's walk may use it. */
+static inline void shadow_release(shadow_state *K) {
+    atomic_signal_fence(memory_order_seq_cst);
+    K->busy = 0;
 }
 
 /* hg_unwind, and hg_unwind_memo when user != NULL: then a memo hit leaves
@@ -1455,11 +1460,7 @@ out:
         *user = memo->user;     /* busy until hg_unwind_memo_done */
         return n;
     }
-    if (user != NULL) *user = NULL;
-    if (K != NULL) {
-        atomic_signal_fence(memory_order_seq_cst);
-        K->busy = 0;
-    }
+    if (K != NULL) shadow_release(K);
     return n;
 }
 
@@ -1473,8 +1474,7 @@ int hg_unwind_memo(const hg_unwind_start *st, uintptr_t *pcs, int max, int *trun
 }
 
 void hg_unwind_memo_done(void) {
-    atomic_signal_fence(memory_order_seq_cst);
-    hg_shadow->busy = 0;
+    shadow_release(hg_shadow);
 }
 
 void hg_unwind_memo_stats(unsigned long *hits, unsigned long *left) {
