@@ -96,6 +96,12 @@ static uint64_t *get_indexes(void)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
+    /* Both indexes are probed at random, a cache miss a stack: with 4 KiB
+     * pages each was a TLB miss too (a page walk, dearer in a VM). With
+     * transparent huge pages on "madvise" (Debian's default) the 8 MiB take
+     * four TLB entries; elsewhere this changes nothing. Measured: a Swift
+     * test suite with 3.8 M new stacks 7 % faster. */
+    madvise(m, bytes, MADV_HUGEPAGE);
     uint64_t *expected = NULL;
     /* Every racing thread computes the same size; the winner's CAS publishes it. */
     __atomic_store_n(&edge_mask, (1u << bits) - 1, __ATOMIC_RELAXED);
