@@ -69,8 +69,10 @@ public final class TraceWriter {
     private let slotUse: UnsafeMutablePointer<UInt64>
     private var clock: UInt64 = 0
     private static let recentBits = 14
-    private let recentAddress: UnsafeMutablePointer<UInt64>
-    private let recentSequence: UnsafeMutablePointer<UInt64>
+    /// Entry h is the pair (address, allocation number) at words 2h and 2h + 1: a free's
+    /// look-up is one cache line, not one in each of two tables (which missed the cache
+    /// twice a free on the collector's hot path).
+    private let recent: UnsafeMutablePointer<UInt64>
     /// The varint fields of the pending events (minor version 6: chunks with events are
     /// column chunks; `buffer` holds the records stream).
     private let fields = FieldStreams()
@@ -139,10 +141,8 @@ public final class TraceWriter {
         // Allocated only now: nothing can throw after this.
         slotUse = .allocate(capacity: TraceFormat.addressSlots)
         slotUse.initialize(repeating: 0, count: TraceFormat.addressSlots)
-        recentAddress = .allocate(capacity: 1 << Self.recentBits)
-        recentAddress.initialize(repeating: 0, count: 1 << Self.recentBits)
-        recentSequence = .allocate(capacity: 1 << Self.recentBits)
-        recentSequence.initialize(repeating: 0, count: 1 << Self.recentBits)
+        recent = .allocate(capacity: 2 << Self.recentBits)
+        recent.initialize(repeating: 0, count: 2 << Self.recentBits)
         fd = descriptor
         capacity = Self.defaultCapacity
         buffer = .allocate(capacity: capacity)
@@ -166,8 +166,7 @@ public final class TraceWriter {
     private func deallocateTables() {
         recentFrames?.deallocate()
         slotUse.deallocate()
-        recentAddress.deallocate()
-        recentSequence.deallocate()
+        recent.deallocate()
     }
 
     // MARK: Events
@@ -210,9 +209,9 @@ public final class TraceWriter {
         if typed { fields.put(UInt64(type), .id) }
         position = i
         // Remember which allocation returned `address`, for a compact free of it.
-        let h = Self.recentHash(address)
-        recentAddress[h] = address
-        recentSequence[h] = compact.allocations
+        let h = Self.recentHash(address) &* 2
+        recent[h] = address
+        recent[h &+ 1] = compact.allocations
         compact.noteAllocation(address, size: size)
         events &+= 1
         flushIfFull()
@@ -225,10 +224,11 @@ public final class TraceWriter {
         guard writable else { return }
         let p = buffer
         var i = position
-        let h = Self.recentHash(address)
-        let back = compact.allocations &- 1 &- recentSequence[h]
-        if recentAddress[h] == address && back < UInt64(TraceFormat.recentAllocations) {
-            compact.noteFreeOfRecentAllocation(at: Int(truncatingIfNeeded: recentSequence[h]) & CompactEventState.recentMask)
+        let h = Self.recentHash(address) &* 2
+        let sequence = recent[h &+ 1]
+        let back = compact.allocations &- 1 &- sequence
+        if recent[h] == address && back < UInt64(TraceFormat.recentAllocations) {
+            compact.noteFreeOfRecentAllocation(at: Int(truncatingIfNeeded: sequence) & CompactEventState.recentMask)
             if function == .free {
                 if back < 16 {
                     p[i] = RecordTag.freeRecentShort | UInt8(truncatingIfNeeded: back)
