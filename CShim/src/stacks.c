@@ -17,9 +17,11 @@
  *     torn read is dropped. Lossy: a full probe window overwrites a slot, so
  *     it never fills.
  *   - the edge index, hash of (parent, pc) -> a chain of nodes through their
- *     `link` fields, newest first, heads of one word (epoch << 32 | ref). A
- *     new node is pushed with a CAS on the bucket head after it is fully
- *     written; a racing duplicate is possible and harmless (both nodes
+ *     `link` fields, newest first, heads of one word (epoch << 32 | bloom <<
+ *     24 | ref; bloom: one of 8 bits per edge in the chain, so a new edge,
+ *     the common look-up, mostly skips the chain instead of loading its
+ *     nodes). A new node is pushed with a CAS on the bucket head after it is
+ *     fully written; a racing duplicate is possible and harmless (both nodes
  *     describe the same edge). Building a stack starts below the outer
  *     frames it shares with the thread's last built one, and looks up edges
  *     only until it makes a node: no edge below a new node can be indexed,
@@ -207,8 +209,8 @@ static inline uint64_t mix(uint64_t h)
 }
 
 /* Two independent multiply chains (even and odd frames) halve the latency of
- * one chain; the walk in same_stack verifies every hit exactly, so the hash
- * only has to spread stacks over the cache. */
+ * one chain. The hash keys the stack cache (see intern_in for what a hit
+ * checks besides it). */
 static inline uint64_t hash_frames(const uint64_t *pcs, uint32_t n, uint32_t trunc)
 {
     uint64_t h0 = 0x9e3779b97f4a7c15ull ^ n ^ trunc, h1 = 0xc2b2ae3d27d4eb4full;
@@ -222,31 +224,6 @@ static inline uint64_t hash_frames(const uint64_t *pcs, uint32_t n, uint32_t tru
     if (i < n)
         h0 = (h0 ^ pcs[i]) * 0xff51afd7ed558ccdull;
     return mix(h0 ^ (h1 + (h0 >> 17)));
-}
-
-/* True if the chain from `ref` is exactly pcs[0..n) innermost first, ending
- * at the root, with truncation flag `trunc`. At most n nodes are read, each
- * checked to lie in the arena; depth and flags only at the innermost node:
- * n matching pcs and then the root mean the chain is exactly this stack. */
-static int same_stack(uint32_t ref, const uint64_t *pcs, uint32_t n, uint32_t trunc)
-{
-    const uint8_t *arena = g_hg.arena;
-    const uint64_t limit = (g_hg.arena_size - sizeof(node_blob)) >> 3;   /* last valid ref */
-    if (HG_UNLIKELY((uint64_t)ref - 1 >= limit))
-        return 0;
-    const node_blob *b = (const node_blob *)(arena + ((uint64_t)ref << 3));
-    if (b->h.len != (n | trunc) || b->h.tag != HG_BLOB_NODE)
-        return 0;
-    for (uint32_t i = 0;;) {
-        if (b->n.pc != pcs[i])
-            return 0;
-        ref = b->n.parent;
-        if (++i == n)
-            return ref == 0;
-        if (HG_UNLIKELY((uint64_t)ref - 1 >= limit))
-            return 0;
-        b = (const node_blob *)(arena + ((uint64_t)ref << 3));
-    }
 }
 
 /* True if `ref` is a node in the arena with depth n, flag `trunc` and pc. */
@@ -301,11 +278,32 @@ static uint32_t node_new(uint32_t parent, uint64_t pc, uint32_t meta, uint64_t a
     return (uint32_t)(off >> 3);
 }
 
-/* The index bucket of edge (parent, pc) with depth|flags `meta`. */
-static inline uint64_t *edge_head(uint64_t *heads, uint32_t parent, uint64_t pc, uint32_t meta)
+/* An edge index head: epoch << 32 | bloom << HEAD_REF_BITS | the chain's
+ * newest node. Plain refs fit HEAD_REF_BITS (HG_MAX_ARENA_MB). */
+#define HEAD_REF_BITS 24
+#define HEAD_REF_MASK ((1u << HEAD_REF_BITS) - 1)
+_Static_assert(((uint64_t)HG_MAX_ARENA_MB << 20 >> 3) <= (1ull << HEAD_REF_BITS), "refs fit a head");
+
+/* Where edge (parent, pc) with depth|flags `meta` is indexed: its bucket's
+ * head, and its bit in the head's bloom (from hash bits the bucket does
+ * not use). */
+typedef struct edge_slot {
+    uint64_t *head;
+    uint32_t  bit;
+} edge_slot;
+
+static inline edge_slot edge_at(uint64_t *heads, uint32_t parent, uint64_t pc, uint32_t meta)
 {
     const uint32_t mask = __atomic_load_n(&edge_mask, __ATOMIC_RELAXED);
-    return &heads[mix(pc ^ ((uint64_t)parent << 32 | meta)) & mask];
+    const uint64_t h = mix(pc ^ ((uint64_t)parent << 32 | meta));
+    return (edge_slot){ &heads[h & mask], 1u << (HEAD_REF_BITS + (h >> 61)) };
+}
+
+/* Head word `cur`'s bloom and newest node if it is of `epoch`, else none
+ * (another epoch's chain is not ours to walk or extend). */
+static inline uint32_t head_of_epoch(uint64_t cur, uint64_t epoch)
+{
+    return (cur >> 32) == epoch ? (uint32_t)cur : 0;
 }
 
 /* Announces, before the first new node of a stack, the modules of frames
@@ -328,12 +326,14 @@ static uint32_t edge_intern(uint64_t *heads, uint32_t parent, uint64_t pc, uint3
                             uint64_t epoch, uint64_t arena_epoch,
                             const uint64_t *pcs, uint32_t n, int *announced, int *created)
 {
-    uint64_t *head = edge_head(heads, parent, pc, meta);
-    uint64_t cur = __atomic_load_n(head, __ATOMIC_ACQUIRE);
+    const edge_slot e = edge_at(heads, parent, pc, meta);
+    uint64_t cur = __atomic_load_n(e.head, __ATOMIC_ACQUIRE);
     uint32_t stop = 0, mine = 0;
     for (;;) {
-        uint32_t first = (cur >> 32) == epoch ? (uint32_t)cur : 0;
-        uint32_t found = chain_find(first, stop, parent, pc, meta);
+        const uint32_t word = head_of_epoch(cur, epoch);
+        const uint32_t first = word & HEAD_REF_MASK;
+        /* Not in the bloom: not in the chain, without loading a node of it. */
+        uint32_t found = word & e.bit ? chain_find(first, stop, parent, pc, meta) : 0;
         if (HG_UNLIKELY(found == UINT32_MAX))
             return 0;   /* (a broken chain; NODE_MOVED comes only from node_new) */
         if (found != 0)
@@ -346,7 +346,7 @@ static uint32_t edge_intern(uint64_t *heads, uint32_t parent, uint64_t pc, uint3
         }
         ((node_blob *)(g_hg.arena + ((uint64_t)mine << 3)))->n.link = first;
         /* Release: the node's fields before the head that reaches it. */
-        if (__atomic_compare_exchange_n(head, &cur, epoch << 32 | mine, 0,
+        if (__atomic_compare_exchange_n(e.head, &cur, epoch << 32 | (word & ~HEAD_REF_MASK) | e.bit | mine, 0,
                                         __ATOMIC_RELEASE, __ATOMIC_ACQUIRE)) {
             *created = 1;
             return mine;
@@ -374,7 +374,7 @@ static uint32_t chain_new(uint64_t *heads, uint32_t parent, const uint64_t *pcs,
     for (uint32_t i = 0; i < k; i++) {
         const uint32_t ref = base + i * step;
         const node_blob *b = node_init(ref, i == 0 ? parent : ref - step, pcs[n - d - i], (d + i) | trunc);
-        __builtin_prefetch(edge_head(heads, b->n.parent, b->n.pc, b->h.len), 1);
+        __builtin_prefetch(edge_at(heads, b->n.parent, b->n.pc, b->h.len).head, 1);
         if (refs != NULL)
             refs[d - 1 + i] = ref;
     }
@@ -383,12 +383,14 @@ static uint32_t chain_new(uint64_t *heads, uint32_t parent, const uint64_t *pcs,
     for (uint32_t i = 0; i < k; i++) {
         const uint32_t ref = base + i * step;
         node_blob *b = (node_blob *)(g_hg.arena + ((uint64_t)ref << 3));
-        uint64_t *head = edge_head(heads, b->n.parent, b->n.pc, b->h.len);
-        uint64_t cur = __atomic_load_n(head, __ATOMIC_ACQUIRE);
+        const edge_slot e = edge_at(heads, b->n.parent, b->n.pc, b->h.len);
+        uint64_t cur = __atomic_load_n(e.head, __ATOMIC_ACQUIRE);
+        uint32_t word;
         do {
-            b->n.link = (cur >> 32) == epoch ? (uint32_t)cur : 0;
+            word = head_of_epoch(cur, epoch);
+            b->n.link = word & HEAD_REF_MASK;
             /* Release: the node's fields before the head that reaches it. */
-        } while (!__atomic_compare_exchange_n(head, &cur, epoch << 32 | ref, 0,
+        } while (!__atomic_compare_exchange_n(e.head, &cur, epoch << 32 | (word & ~HEAD_REF_MASK) | e.bit | ref, 0,
                                               __ATOMIC_RELEASE, __ATOMIC_ACQUIRE));
     }
     return base + (k - 1) * step;
@@ -397,12 +399,18 @@ static uint32_t chain_new(uint64_t *heads, uint32_t parent, const uint64_t *pcs,
 /* The nodes of this thread's last built stack, by depth: a new stack usually
  * shares most outer frames with it, so building starts below the common
  * part instead of looking up every edge from the root (a Swift test binary's
- * 60-frame stacks differ in their last few frames). Only a hint: the part
- * taken from it is verified against the arena (same_stack), so a signal
- * handler that rewrites it halfway costs a lookup, never a wrong stack. */
+ * 60-frame stacks differ in their last few frames).
+ *
+ * Written only by this thread, but a signal handler's build may run in the
+ * middle of ours. `writes` is a seqlock against that: odd while a build
+ * rewrites the entries, so a build nested in it neither reads nor writes
+ * them; and a build extends the entries only if no other build ran since it
+ * read its hint (the entries it keeps must be the ones it read). Consistent
+ * entries are what lets a hint be checked by its innermost node alone. */
 typedef struct last_built {
     uint64_t epoch;                     /* epoch + 1 the entries belong to; 0: none */
     uint32_t n, trunc;                  /* depths filled, flag                      */
+    uint32_t writes;                    /* seqlock: odd while being rewritten       */
     uint64_t pcs[HG_MAX_FRAMES];        /* pcs[d - 1]: frame at depth d             */
     uint32_t refs[HG_MAX_FRAMES];       /* refs[d - 1]: its node                    */
 } last_built;
@@ -416,31 +424,72 @@ _Static_assert(sizeof(last_built) <= HG_STACK_THREAD_BYTES, "HG_STACK_THREAD_BYT
 void hg_stack_attach(void *state)
 {
     last_built *L = (last_built *)state;
-    if (L != NULL)
+    if (L != NULL) {
         L->epoch = 0;
+        L->writes = 0;
+    }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     last_ptr = L;
 }
 
-/* Builds (or finds) the chain of nodes for pcs[0..n), outermost first, in
- * arena epoch `arena_epoch`; returns the innermost node's ref, 0 if the
- * store is full, NODE_MOVED if the arena moved on meanwhile. */
-static uint32_t build_stack(uint64_t *heads, const uint64_t *pcs, uint32_t n,
-                            uint32_t trunc, uint64_t epoch, uint64_t arena_epoch)
+/* What pcs[0..n) shares with the thread's last built stack: its `depth`
+ * outermost frames, whose innermost node is `parent` (depth 0: nothing);
+ * and the entries' `writes` when read (odd: not to be touched). */
+typedef struct build_hint {
+    uint32_t depth, parent, writes;
+} build_hint;
+
+static inline build_hint hint_of(const last_built *L, const uint64_t *pcs, uint32_t n, uint32_t trunc,
+                                 uint64_t epoch)
 {
-    uint32_t parent = 0, depth = 0;
-    last_built *const L = last_ptr;   /* NULL: no hint to use or keep */
-    if (L != NULL && L->epoch == epoch + 1 && L->trunc == trunc) {
-        uint32_t m = n < L->n ? n : L->n;
-        while (depth < m && L->pcs[depth] == pcs[n - 1 - depth])
-            depth++;
-        if (depth > 0 && same_stack(L->refs[depth - 1], pcs + (n - depth), depth, trunc))
-            parent = L->refs[depth - 1];
-        else
-            depth = 0;
-    }
-    if (L != NULL)
+    build_hint h = { 0, 0, 1 };
+    if (L == NULL)
+        return h;
+    h.writes = L->writes;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if ((h.writes & 1) || L->epoch != epoch + 1 || L->trunc != trunc)
+        return h;
+    const uint32_t m = n < L->n ? n : L->n;
+    uint32_t depth = 0;
+    while (depth < m && L->pcs[depth] == pcs[n - 1 - depth])
+        depth++;
+    if (depth == 0)
+        return h;
+    const uint32_t parent = L->refs[depth - 1];
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (L->writes != h.writes)
+        return h;         /* a handler's build rewrote them while we read */
+    h.depth = depth;
+    h.parent = parent;
+    return h;
+}
+
+/* Builds (or finds) the chain of nodes for pcs[0..n), outermost first, in
+ * arena epoch `arena_epoch`, below hint h; returns the innermost node's ref,
+ * 0 if the store is full, NODE_MOVED if the arena moved on meanwhile. */
+static uint32_t build_stack(uint64_t *heads, const uint64_t *pcs, uint32_t n,
+                            uint32_t trunc, uint64_t epoch, uint64_t arena_epoch, build_hint h)
+{
+    /* The hint was read whole (hint_of); its innermost node is checked in
+     * the arena, as a stack cache hit is: nodes never change within an
+     * epoch, so that node's chain is the one the hint recorded. (A walk of
+     * all the shared frames, 55 of a Swift test binary's 63 on average,
+     * was a tenth of its interning time.) */
+    uint32_t depth = h.depth, parent = 0;
+    if (depth > 0 && innermost_matches(h.parent, pcs[n - depth], depth, trunc))
+        parent = h.parent;
+    else
+        depth = 0;
+    /* The entries to extend: only those the hint was read from, unchanged
+     * (not a handler's rewrite since, nor one we interrupted). */
+    last_built *L = last_ptr;
+    if (L != NULL && (L->writes != h.writes || (h.writes & 1)))
+        L = NULL;
+    if (L != NULL) {
+        L->writes = h.writes + 1;
         L->epoch = 0;     /* being rewritten */
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    }
     int announced = 0, created = 0;
     for (uint32_t d = depth + 1; d <= n; d++) {
         /* Below a node this build made, every edge is new: the rest at once. */
@@ -470,6 +519,8 @@ static uint32_t build_stack(uint64_t *heads, const uint64_t *pcs, uint32_t n,
     if (L != NULL) {
         L->trunc = trunc;
         L->epoch = epoch + 1;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        L->writes = h.writes + 2;
     }
     return parent;
 }
@@ -499,6 +550,12 @@ static uint32_t intern_in(uint64_t *t, const uint64_t *pcs, uint32_t n, uint32_t
      * test binary's time). A false hit needs a 63-bit collision between two
      * stacks of equal depth and innermost frame. */
     cache_entry *c = (cache_entry *)t;
+    /* A stack new to the cache misses twice in a row, here and at the
+     * first new edge's head: start both loads before either is needed. */
+    __builtin_prefetch(&c[at & (CACHE_SIZE - 1)]);
+    const build_hint h = hint_of(last_ptr, pcs, n, trunc, epoch);
+    if (h.depth < n)
+        __builtin_prefetch(edge_at(t + CACHE_WORDS, h.parent, pcs[n - 1 - h.depth], (h.depth + 1) | trunc).head);
     for (uint32_t w = 0; w < CACHE_WAYS; w++) {
         cache_entry *e = &c[(at + w) & (CACHE_SIZE - 1)];
         uint64_t k1 = __atomic_load_n(&e->key, __ATOMIC_ACQUIRE);
@@ -513,7 +570,7 @@ static uint32_t intern_in(uint64_t *t, const uint64_t *pcs, uint32_t n, uint32_t
             return (uint32_t)v;
     }
 
-    uint32_t ref = build_stack(t + CACHE_WORDS, pcs, n, trunc, epoch, arena_epoch);
+    uint32_t ref = build_stack(t + CACHE_WORDS, pcs, n, trunc, epoch, arena_epoch, h);
     if (HG_UNLIKELY(ref == 0 || ref == NODE_MOVED))
         return ref;
 

@@ -122,6 +122,62 @@ final class StackStoreTests: XCTestCase {
         XCTAssertGreaterThan(ids.filter { $0 >= 1 << 24 }.count, 10_000, "stacks defined in later epochs")
     }
 
+    /// A signal handler that allocates along paths of its own, every 20 us, lands in the
+    /// middle of the shim storing the program's new stacks (a build nested in a build, which
+    /// both use the thread's hint of its last built stack): every path allocation of the
+    /// program and every one of the handler still has exactly its own path's frames.
+    func testSignalHandlersStoringStacksInTheMiddleOfAStore() throws {
+        let k = 14, handlerLevels = 6
+        let exe = try Fixture.build("manystacks.c")
+        let env = environment(["MANYSTACKS_SIGNAL": "1"])
+        let rec = try HeapGenCLI.recording(exe, [String(k)], flags: ["--quiet"], environment: env)
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdoutText, "paths \(1 << k) threads 0 allocated \(1 << k)\n")
+        let runs = try XCTUnwrap(rec.result.stderrText.firstMatch(of: /handler runs (\d+)/).flatMap { Int($0.1) })
+        XCTAssertGreaterThan(runs, 1_000, "the handler ran often enough to land in stores")
+
+        var stacks: [UInt32: [UInt64]] = [:]
+        var modules: [ModuleRecord] = []
+        var programStacks: [UInt32] = [], handlerStacks: [UInt32] = []
+        var end: EndRecord?
+        var reader = try TraceReader(path: rec.trace)
+        try reader.forEach { record in
+            switch record {
+            case let .stack(id, frames): stacks[id] = frames
+            case let .moduleLoad(m): modules.append(m)
+            case let .allocation(_, _, 24, stack, _): programStacks.append(stack)
+            case let .allocation(_, _, 40, stack, _): handlerStacks.append(stack)
+            case let .end(e): end = e
+            default: break
+            }
+        }
+        XCTAssertEqual(end?.stacksLost, 0)
+        // The first of each size is main's warm-up, before the paths and the timer.
+        XCTAssertEqual(programStacks.count, 1 + (1 << k))
+        XCTAssertEqual(handlerStacks.count, 1 + runs)
+        programStacks.removeFirst()
+        handlerStacks.removeFirst()
+
+        // Symbolicated once per distinct address: the frames each path's stack must begin with.
+        let checked = programStacks.map { (stacks[$0] ?? []).prefix(k + 2) } + handlerStacks.map { (stacks[$0] ?? []).prefix(handlerLevels + 2) }
+        let addresses = Array(Set(checked.joined()))
+        let names = Dictionary(uniqueKeysWithValues: zip(addresses, try LLVMSymbolizer.functionNames(frames: addresses, modules: modules)))
+        func expected(_ bits: Int, levels: Int, below: String) -> [String] {
+            var path = ["step_a"] + (0..<levels).map { (bits >> $0) & 1 == 1 ? "step_b" : "step_a" }
+            path.reverse()
+            return path + [below]
+        }
+        var wrong: [String] = []
+        for (n, frames) in checked.enumerated() {
+            let program = n < programStacks.count
+            let want = program ? expected(n, levels: k, below: "run_paths")
+                               : expected((n - programStacks.count) % (1 << handlerLevels), levels: handlerLevels, below: "on_prof")
+            let got = frames.map { names[$0] ?? "?" }
+            if got != want { wrong.append("\(program ? "path" : "handler run") \(program ? n : n - programStacks.count): \(got)") }
+        }
+        XCTAssertEqual(wrong.count, 0, "stacks with other frames than their path's, e.g. \(wrong.prefix(3))")
+    }
+
     /// manystacks with 2^16 paths on 4 threads, recorded with `environment`: checks every
     /// path's stack (and with `hot`, every hot site's); returns the stack ids the trace defines.
     private func checkRacingThreads(environment: [String: String], hot: Bool = false) throws -> [UInt32] {
