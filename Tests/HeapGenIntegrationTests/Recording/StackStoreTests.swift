@@ -20,23 +20,42 @@ final class StackStoreTests: XCTestCase {
         var end: EndRecord?
     }
 
-    private func readPaths(_ trace: String, k: Int) throws -> PathRun {
-        var run = PathRun()
-        var reader = try TraceReader(path: trace)
-        try reader.forEach { record in
-            switch record {
-            case let .stack(id, frames): run.stacks[id] = frames
-            case let .moduleLoad(m): run.modules.append(m)
-            case let .allocation(_, _, size, stack, _):
-                if stack == 0 { run.stacklessAllocations += 1 }
-                if run.pathStacks.count < 1 << k && size == UInt64(16 + run.pathStacks.count) {
-                    run.pathStacks.append(stack)
+    /// What the checks read from a trace besides its allocations, which go to `allocation`
+    /// (size, stack id) in trace order.
+    struct StackTrace {
+        var stacks: [UInt32: [UInt64]] = [:]
+        var modules: [ModuleRecord] = []
+        var end: EndRecord?
+
+        init(_ trace: String, allocation: (UInt64, UInt32) -> Void) throws {
+            var reader = try TraceReader(path: trace)
+            var read = StackTrace()
+            try reader.forEach { record in
+                switch record {
+                case let .stack(id, frames): read.stacks[id] = frames
+                case let .moduleLoad(m): read.modules.append(m)
+                case let .allocation(_, _, size, stack, _): allocation(size, stack)
+                case let .end(e): read.end = e
+                default: break
                 }
-            case let .end(e): run.end = e
-            default: break
+            }
+            self = read
+        }
+
+        private init() {}
+    }
+
+    private func readPaths(_ trace: String, k: Int) throws -> PathRun {
+        var pathStacks: [UInt32] = []
+        var stackless: UInt64 = 0
+        let read = try StackTrace(trace) { size, stack in
+            if stack == 0 { stackless += 1 }
+            if pathStacks.count < 1 << k && size == UInt64(16 + pathStacks.count) {
+                pathStacks.append(stack)
             }
         }
-        return run
+        return PathRun(stacks: read.stacks, modules: read.modules, pathStacks: pathStacks,
+                       stacklessAllocations: stackless, end: read.end)
     }
 
     /// The program's own output, without heapgen.
@@ -136,22 +155,13 @@ final class StackStoreTests: XCTestCase {
         let runs = try XCTUnwrap(rec.result.stderrText.firstMatch(of: /handler runs (\d+)/).flatMap { Int($0.1) })
         XCTAssertGreaterThan(runs, 1_000, "the handler ran often enough to land in stores")
 
-        var stacks: [UInt32: [UInt64]] = [:]
-        var modules: [ModuleRecord] = []
         var programStacks: [UInt32] = [], handlerStacks: [UInt32] = []
-        var end: EndRecord?
-        var reader = try TraceReader(path: rec.trace)
-        try reader.forEach { record in
-            switch record {
-            case let .stack(id, frames): stacks[id] = frames
-            case let .moduleLoad(m): modules.append(m)
-            case let .allocation(_, _, 24, stack, _): programStacks.append(stack)
-            case let .allocation(_, _, 40, stack, _): handlerStacks.append(stack)
-            case let .end(e): end = e
-            default: break
-            }
+        let read = try StackTrace(rec.trace) { size, stack in
+            if size == 24 { programStacks.append(stack) }
+            if size == 40 { handlerStacks.append(stack) }
         }
-        XCTAssertEqual(end?.stacksLost, 0)
+        let stacks = read.stacks, modules = read.modules
+        XCTAssertEqual(read.end?.stacksLost, 0)
         // The first of each size is main's warm-up, before the paths and the timer.
         XCTAssertEqual(programStacks.count, 1 + (1 << k))
         XCTAssertEqual(handlerStacks.count, 1 + runs)
@@ -188,24 +198,16 @@ final class StackStoreTests: XCTestCase {
         XCTAssertStatus(rec.result, 0)
         XCTAssertEqual(rec.result.stdout, native)
 
-        var stacks: [UInt32: [UInt64]] = [:]
-        var modules: [ModuleRecord] = []
         var allocations: [(bits: Int, stack: UInt32)] = []
         var hotStacks: [UInt64: [UInt32: Int]] = [:]   // size -> stack id -> allocations
-        var end: EndRecord?
-        var reader = try TraceReader(path: rec.trace)
-        try reader.forEach { record in
-            switch record {
-            case let .stack(id, frames): stacks[id] = frames
-            case let .moduleLoad(m): modules.append(m)
-            case let .allocation(_, _, size, stack, _) where size >= 16 && size < 16 + (1 << k):
+        let read = try StackTrace(rec.trace) { size, stack in
+            if size >= 16 && size < 16 + (1 << k) {
                 allocations.append((Int(size - 16), stack))
-            case let .allocation(_, _, size, stack, _) where size == 16 + (1 << k) + 1 || size == 16 + (1 << k) + 2:
+            } else if size == 16 + (1 << k) + 1 || size == 16 + (1 << k) + 2 {
                 hotStacks[size, default: [:]][stack, default: 0] += 1
-            case let .end(e): end = e
-            default: break
             }
         }
+        let stacks = read.stacks, modules = read.modules, end = read.end
         // Which path lost them, if any: the shim's store (arenaFull) or the collector (a stack
         // read after its half was written over).
         XCTAssertEqual(end?.stacksLost, 0, "arenaFull \(end?.arenaFull ?? 0), producer waits \(end?.producerWaits ?? 0)")
