@@ -11,6 +11,15 @@ package protocol RecordServices: AnyObject {
     var controlResponder: any ControlResponder { get }
     /// Stores in each finished trace what its stacks symbolicate to (``RecordOptions/storeSymbols``).
     func storeSymbols(in traces: [TraceSymbolInputs]) -> SymbolStoreOutcome
+    /// A module a traced program mapped, told as the collector reads it (with
+    /// ``RecordOptions/storeSymbols`` only): the symbol store may read the module's symbols
+    /// while the program runs, ahead of ``storeSymbols(in:)``. Must return at once.
+    func moduleMapped(_ module: ModuleRecord)
+}
+
+extension RecordServices {
+    /// Nothing read ahead: ``storeSymbols(in:)`` reads everything at the end.
+    package func moduleMapped(_ module: ModuleRecord) {}
 }
 
 /// The analysis a growth session feeds (`begin` … marks … `growth`): heap events and

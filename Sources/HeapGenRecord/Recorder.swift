@@ -91,9 +91,12 @@ public final class Recorder {
             throw RecordError("cannot watch the program (pidfd_open: \(errorString(-pidfd)))", exitCode: ExitCodes.heapgenFailed)
         }
 
+        // The symbols stored at the end: their modules read while the program runs.
+        let services = self.services
         let loop = RecordingLoop(listener: rendezvous.fd, rootPid: pid, rootPidfd: pidfd, paths: TracePaths(output: output),
                                  options: options, rootExecutable: launcher.executablePath,
-                                 responder: services.controlResponder)
+                                 responder: services.controlResponder,
+                                 moduleMapped: options.storeSymbols ? { services.moduleMapped($0) } : nil)
         loop.socketEntry = "HEAPGEN_SOCK=" + socketPath
         loop.run()
         hg_set_forward_target(0)

@@ -133,8 +133,9 @@ final class RecordingLoop {
     private var pollDirty = true
 
     init(listener: Int32, rootPid: Int32, rootPidfd: Int32, paths: TracePaths, options: RecordOptions, rootExecutable: String,
-         responder: (any ControlResponder)?) {
+         responder: (any ControlResponder)?, moduleMapped: ((ModuleRecord) -> Void)? = nil) {
         drainer.controlChannel.responder = responder
+        drainer.moduleMapped = moduleMapped
         self.listener = listener
         self.rootPid = rootPid
         self.paths = paths

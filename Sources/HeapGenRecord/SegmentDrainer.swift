@@ -28,6 +28,8 @@ final class SegmentDrainer {
     let forks = ForkSnapshots()
     /// Told of HG_K_CHILD_EXIT records: (child pid, raw wait status).
     var childExited: ((Int32, Int32) -> Void)?
+    /// Told of every module a program maps (HG_K_MODULE_LOAD), after its trace has it.
+    var moduleMapped: ((ModuleRecord) -> Void)?
 
     init() {}
 
@@ -270,6 +272,7 @@ final class SegmentDrainer {
             let module = ModuleRecord(loadBias: info.load_bias, path: path, buildID: id, segments: segments)
             w.moduleLoad(module)
             seg.control.moduleLoaded(module, position: s.seq)
+            moduleMapped?(module)
         case UInt32(HG_K_MODULE_UNLOAD.rawValue):
             w.moduleUnload(loadBias: s.addr)
             seg.control.moduleUnloaded(loadBias: s.addr, position: s.seq)

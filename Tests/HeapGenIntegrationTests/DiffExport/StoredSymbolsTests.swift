@@ -7,6 +7,25 @@ import HeapGenTrace
 import XCTest
 
 final class StoredSymbolsTests: XCTestCase {
+    /// The modules' symbols are read while the program runs (the symbolizer is heapgen's
+    /// child before the program exits: readahead.c waits until it sees one), and what the
+    /// trace stores at the end is still its own stacks' symbols. Without stored symbols
+    /// nothing is read: the program sees no symbolizer.
+    func testModulesAreReadWhileTheProgramRuns() throws {
+        let program = try DiffExportFixture.c("readahead.c")
+        let rec = try HeapGenCLI.recording(program, [])
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdoutText, "symbolizer while running: yes\n", rec.result.transcript)
+        let text = try HeapGenCLI.succeed(["report", rec.trace]).stdoutText
+        XCTAssertTrue(text.contains("at keep_blocks ("), text)
+        XCTAssertFalse(text.contains("Changed or missing since the recording"), text)
+
+        let bare = try HeapGenCLI.recording(program, [], flags: ["--no-symbols"],
+                                          environment: ProcessInfo.processInfo.environment.merging(["READAHEAD_WAIT_MS": "300"]) { _, new in new })
+        XCTAssertStatus(bare.result, 0)
+        XCTAssertEqual(bare.result.stdoutText, "symbolizer while running: no\n", bare.result.transcript)
+    }
+
     /// rebuilt.c built, recorded, rebuilt at the same path with two functions moved in before
     /// the leaking one (its address changes, its line does not), recorded again. (Built
     /// without sibling calls, so `return malloc(n)` keeps leak_block's frame at -O2.)
