@@ -17,6 +17,9 @@ final class ModuleReadAhead: @unchecked Sendable {
     /// processes map it.
     private var asked = Set<ModuleKey>()
 
+    /// `p_flags` of an executable segment.
+    private static let executable: UInt32 = 1   // PF_X
+
     private struct ModuleKey: Hashable {
         var path: String
         var buildID: [UInt8]
@@ -28,7 +31,7 @@ final class ModuleReadAhead: @unchecked Sendable {
 
     /// Queues the look-up of `module`'s first executable address; returns at once.
     func moduleMapped(_ module: ModuleRecord) {
-        guard let text = module.segments.first(where: { $0.flags & 1 != 0 && $0.memsz > 0 }),
+        guard let text = module.segments.first(where: { $0.flags & Self.executable != 0 && $0.memsz > 0 }),
               asked.insert(ModuleKey(path: module.path, buildID: module.buildID)).inserted else { return }
         let request = SymbolizationRequest(module: Module(path: module.path, buildID: module.buildID, loadBias: module.loadBias),
                                            address: module.loadBias &+ text.vaddr, isReturnAddress: false)
