@@ -73,6 +73,10 @@ final class LLVMSymbolizerBackend: SymbolizerBackend {
         child = nil
     }
 
+    func releaseChild() {
+        dropChild()
+    }
+
     func lookup(_ queries: [BackendQuery]) -> [LookupOutcome] {
         var results = [LookupOutcome](repeating: .failed, count: queries.count)
         var order: [Int] = []          // indices of queries actually sent, in order

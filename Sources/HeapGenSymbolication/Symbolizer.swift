@@ -79,6 +79,14 @@ public final class Symbolizer: @unchecked Sendable {
         symbolize(requests.map { SymbolizationRequest(module: $0.module, address: $0.address, isReturnAddress: isReturnAddress) })
     }
 
+    /// Ends the symbolizer's child process, letting go of the modules it read (the answers
+    /// already given stay cached); the next look-up starts another.
+    public func releaseProcess() {
+        lock.lock()
+        defer { lock.unlock() }
+        lookup?.releaseChild()
+    }
+
     /// Symbolizes one address.
     public func symbolize(_ request: SymbolizationRequest) -> SymbolizationResult {
         symbolize([request])[0]

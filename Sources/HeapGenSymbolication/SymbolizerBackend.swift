@@ -21,6 +21,13 @@ struct BackendQuery: Sendable, Hashable {
 /// Something that turns (file, virtual address) pairs into frames.
 protocol SymbolizerBackend: AnyObject {
     func lookup(_ queries: [BackendQuery]) -> [LookupOutcome]
+    /// Ends a long-lived child and what it holds; the next look-up starts another.
+    func releaseChild()
+}
+
+extension SymbolizerBackend {
+    /// No long-lived child.
+    func releaseChild() {}
 }
 
 extension SymbolicatedFrame {
