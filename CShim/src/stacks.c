@@ -41,6 +41,7 @@
  * its stack that could be stored: that would name an outer function as the
  * allocating one.)
  */
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include "shim.h"
@@ -76,6 +77,7 @@ typedef struct cache_entry {
 } cache_entry;
 
 static uint64_t *indexes;   /* [0, CACHE_WORDS): stack cache; then the edge heads */
+static size_t   index_bytes;
 static uint32_t edge_mask;  /* heads - 1; set before `indexes` is published     */
 
 static uint32_t edge_bits(void)
@@ -98,15 +100,10 @@ static uint64_t *get_indexes(void)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
-    /* Both indexes are probed at random, a cache miss a stack: with 4 KiB
-     * pages each was a TLB miss too (a page walk, dearer in a VM). With
-     * transparent huge pages on "madvise" (Debian's default) the 8 MiB take
-     * four TLB entries; elsewhere this changes nothing. Measured: a Swift
-     * test suite with 3.8 M new stacks 7 % faster. */
-    madvise(m, bytes, MADV_HUGEPAGE);
     uint64_t *expected = NULL;
     /* Every racing thread computes the same size; the winner's CAS publishes it. */
     __atomic_store_n(&edge_mask, (1u << bits) - 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&index_bytes, bytes, __ATOMIC_RELAXED);
     if (!__atomic_compare_exchange_n(&indexes, &expected, (uint64_t *)m, 0,
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         munmap(m, bytes);
@@ -154,6 +151,36 @@ static int await_release(uint64_t epoch)
     return ok;
 }
 
+/* Huge pages for the indexes, once the program has stored many stacks.
+ * Both indexes are probed at random, a cache miss a stack: with 4 KiB pages
+ * each was a TLB miss too (a page walk, dearer in a VM); with transparent
+ * huge pages the 8 MiB take four TLB entries (a Swift test suite with 3.8 M
+ * new stacks: 7 % faster). But a huge page is 2 MiB of memory from its
+ * first touch: asked for at once, `date` under heapgen went from 2.6 to
+ * 10.5 MB. So only past HUGE_AFTER bytes of arena (~175 k nodes), or once a
+ * half has filled, and then collapsed at once (MADV_COLLAPSE, Linux 6.1:
+ * the pages already touched are most of them by then). Where THP is off,
+ * or the kernel is older, nothing changes. */
+#define HUGE_AFTER (4u << 20)
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+static int indexes_huge;
+
+static void __attribute__((noinline)) make_indexes_huge(void)
+{
+    if (__atomic_exchange_n(&indexes_huge, 1, __ATOMIC_RELAXED))
+        return;
+    uint64_t *t = __atomic_load_n(&indexes, __ATOMIC_ACQUIRE);
+    const size_t bytes = __atomic_load_n(&index_bytes, __ATOMIC_RELAXED);
+    if (t == NULL || bytes == 0)
+        return;
+    const int saved = errno;
+    madvise(t, bytes, MADV_HUGEPAGE);
+    madvise(t, bytes, MADV_COLLAPSE);
+    errno = saved;
+}
+
 /* Reserves `bytes` (rounded to 8) in the arena: the offset, 0 if the arena
  * is full (counted), ARENA_MOVED if it moved on from epoch *epoch (see
  * hg_arena_reserve). A full half whose successor may not start yet is
@@ -170,6 +197,9 @@ static uint64_t arena_reserve(uint64_t bytes, uint64_t *epoch)
     }
     if (off == 0)
         __atomic_fetch_add(&g_hg.hdr->arena_full, 1, __ATOMIC_RELAXED);
+    else if (HG_UNLIKELY((off >= HUGE_AFTER || off >= g_hg.arena_half || *epoch > 0) &&
+                         off != ARENA_MOVED && !__atomic_load_n(&indexes_huge, __ATOMIC_RELAXED)))
+        make_indexes_huge();
     return off;
 }
 
