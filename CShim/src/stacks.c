@@ -77,7 +77,6 @@ typedef struct cache_entry {
 } cache_entry;
 
 static uint64_t *indexes;   /* [0, CACHE_WORDS): stack cache; then the edge heads */
-static size_t   index_bytes;
 static uint32_t edge_mask;  /* heads - 1; set before `indexes` is published     */
 
 static uint32_t edge_bits(void)
@@ -95,7 +94,7 @@ static uint64_t *get_indexes(void)
     if (HG_LIKELY(t != NULL))
         return t;
     const uint32_t bits = edge_bits();
-    size_t bytes = sizeof(uint64_t) * (CACHE_WORDS + ((size_t)1 << bits));
+    const size_t bytes = sizeof(uint64_t) * (CACHE_WORDS + ((size_t)1 << bits));
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
@@ -103,7 +102,6 @@ static uint64_t *get_indexes(void)
     uint64_t *expected = NULL;
     /* Every racing thread computes the same size; the winner's CAS publishes it. */
     __atomic_store_n(&edge_mask, (1u << bits) - 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&index_bytes, bytes, __ATOMIC_RELAXED);
     if (!__atomic_compare_exchange_n(&indexes, &expected, (uint64_t *)m, 0,
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         munmap(m, bytes);
@@ -169,12 +167,12 @@ static int indexes_huge;
 
 static void __attribute__((noinline)) make_indexes_huge(void)
 {
-    if (__atomic_exchange_n(&indexes_huge, 1, __ATOMIC_RELAXED))
-        return;
+    /* (Not before the first stack made them: a blob may come first.) */
     uint64_t *t = __atomic_load_n(&indexes, __ATOMIC_ACQUIRE);
-    const size_t bytes = __atomic_load_n(&index_bytes, __ATOMIC_RELAXED);
-    if (t == NULL || bytes == 0)
+    if (t == NULL || __atomic_exchange_n(&indexes_huge, 1, __ATOMIC_RELAXED))
         return;
+    const size_t bytes = sizeof(uint64_t) *
+        (CACHE_WORDS + (size_t)__atomic_load_n(&edge_mask, __ATOMIC_RELAXED) + 1);
     const int saved = errno;
     madvise(t, bytes, MADV_HUGEPAGE);
     madvise(t, bytes, MADV_COLLAPSE);
@@ -197,8 +195,8 @@ static uint64_t arena_reserve(uint64_t bytes, uint64_t *epoch)
     }
     if (off == 0)
         __atomic_fetch_add(&g_hg.hdr->arena_full, 1, __ATOMIC_RELAXED);
-    else if (HG_UNLIKELY((off >= HUGE_AFTER || off >= g_hg.arena_half || *epoch > 0) &&
-                         off != ARENA_MOVED && !__atomic_load_n(&indexes_huge, __ATOMIC_RELAXED)))
+    else if (HG_UNLIKELY((off >= HUGE_AFTER || *epoch > 0) && off != ARENA_MOVED &&
+                         !__atomic_load_n(&indexes_huge, __ATOMIC_RELAXED)))
         make_indexes_huge();
     return off;
 }
@@ -516,8 +514,7 @@ static uint32_t build_stack(uint64_t *heads, const uint64_t *pcs, uint32_t n,
     if (L != NULL && (L->writes != h.writes || (h.writes & 1)))
         L = NULL;
     if (L != NULL) {
-        L->writes = h.writes + 1;
-        L->epoch = 0;     /* being rewritten */
+        L->writes = h.writes + 1;   /* odd: being rewritten */
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
     }
     int announced = 0, created = 0;

@@ -45,14 +45,15 @@ final class ModuleReadAhead: @unchecked Sendable {
         self.symbolizer = symbolizer
     }
 
-    /// Queues the look-up of `module`'s first executable address; returns at once.
+    /// Queues the look-up of `module`'s first executable address; returns at once (the file
+    /// is looked at on the queue, not on the recording thread).
     func moduleMapped(_ module: ModuleRecord) {
         guard let text = module.segments.first(where: { $0.flags & Self.executable != 0 && $0.memsz > 0 }),
-              asked.insert(ModuleKey(path: module.path, buildID: module.buildID)).inserted,
-              Self.fileSize(module.path).map({ $0 <= Self.maxModuleBytes }) ?? false else { return }
+              asked.insert(ModuleKey(path: module.path, buildID: module.buildID)).inserted else { return }
         let request = SymbolizationRequest(module: Module(path: module.path, buildID: module.buildID, loadBias: module.loadBias),
                                            address: module.loadBias &+ text.vaddr, isReturnAddress: false)
         queue.async { [self] in
+            guard Self.fileSize(module.path).map({ $0 <= Self.maxModuleBytes }) ?? false else { return }
             _ = symbolizer.symbolize([request])
             reads += 1
             let read = reads

@@ -59,7 +59,7 @@ final class LLVMSymbolizerBackend: SymbolizerBackend {
         if let child {
             if !child.hasExited() { return child }
             // Died since the last batch (killed, OOM): replace it without blaming a request.
-            dropChild()
+            releaseChild()
         }
         guard let c = ChildProcess(executable: executable, arguments: arguments,
                                    removingEnvironment: ["DEBUGINFOD_URLS"]) else { return nil }
@@ -68,13 +68,9 @@ final class LLVMSymbolizerBackend: SymbolizerBackend {
         return c
     }
 
-    private func dropChild() {
+    func releaseChild() {
         child?.terminate()
         child = nil
-    }
-
-    func releaseChild() {
-        dropChild()
     }
 
     func lookup(_ queries: [BackendQuery]) -> [LookupOutcome] {
@@ -168,7 +164,7 @@ final class LLVMSymbolizerBackend: SymbolizerBackend {
             if !failure { break }
             // The child died, hung, or lost track of the requests: replace it. The request it
             // was working on (the likely culprit) is given up unless a desync already charged one.
-            dropChild()
+            releaseChild()
             if !charged && sentAny && answered < order.count { answered += 1 }
             restarts += 1
             if restarts > maxRestartsPerBatch { break batch }
