@@ -145,21 +145,15 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 /* Set when a scan was wanted while this or another thread was nested in
  * the shim (a signal handler may have interrupted a scan holding scan_lock,
  * or the loader's lock): the next un-nested record runs it. */
-static int scan_pending;
-
-void hg_modules_scan_pending(void)
-{
-    if (HG_UNLIKELY(__atomic_load_n(&scan_pending, __ATOMIC_RELAXED)))
-        hg_modules_scan();
-}
+int hg_modules_scan_wanted;
 
 void hg_modules_scan(void)
 {
     if (hg_guard > 0) {
-        __atomic_store_n(&scan_pending, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&hg_modules_scan_wanted, 1, __ATOMIC_RELAXED);
         return;
     }
-    __atomic_store_n(&scan_pending, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&hg_modules_scan_wanted, 0, __ATOMIC_RELAXED);
     hg_guard++;
     pthread_mutex_lock(&scan_lock);
     for (int m = 0; m < nmods; m++)

@@ -53,7 +53,7 @@ void record(uint32_t kind, void *p, size_t size, const hg_unwind_start *st, uint
     /* (The memo entry's frames were in use until here.) */
     if (memo != NULL)
         hg_unwind_memo_done();
-    hg_emit(kind, (uint64_t)(uintptr_t)p, size, ref, type);
+    hg_emit_event(kind, (uint64_t)(uintptr_t)p, size, ref, type);
 }
 
 /* Without a frame buffer of the thread's (nested two deep in the shim, or
@@ -91,13 +91,6 @@ void hg_record_alloc(uint32_t kind, void *p, size_t size, const hg_unwind_start 
     }
     record(kind, p, size, st, type, nested, pcs, (int)g_hg.max_frames);
     hg_thread_frames_give();
-}
-
-void hg_record_free(uint32_t kind, void *p)
-{
-    if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
-        hg_thread_announce();
-    hg_emit(kind, (uint64_t)(uintptr_t)p, 0, 0, 0);
 }
 
 void hg_record_lost(void)

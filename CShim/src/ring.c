@@ -24,7 +24,7 @@ HG_TLS uint32_t hg_thread_gen;
  * between the CAS and the publication sees it; one that runs before the
  * CAS sees it too and is conservative (it may count as lost an event that
  * could have waited: a window of a few instructions). */
-static HG_TLS uint64_t hg_held;
+HG_TLS uint64_t hg_held;
 
 int hg_holds_slot(void)
 {

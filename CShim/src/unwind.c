@@ -1056,6 +1056,7 @@ static inline int rule_step(hg_rule r, uintptr_t sp, uintptr_t rbp, uintptr_t lo
 #define MEMO_WAYS   8             /* memo entries per thread, direct-mapped by frame 0 */
 #define MEMO_FRAMES 64            /* deepest stack a memo entry holds */
 #define MEMO_CHECKS 72            /* its checks: frames, saved RBPs, the end (a multiple of 8) */
+#define MEMO_HINTS  64            /* one cache line of entry numbers (memo_way) */
 /* fresh.rbp_src's low bits (slot addresses are 8-aligned) and flags[]. */
 #define SF_USES_RBP 1u          /* the frame's rule reads RBP (CFA = RBP + off, or no FDE) */
 #define SF_RELEVANT 2u          /* flags[] only: the frames from this one outward depend on its RBP */
@@ -1116,6 +1117,7 @@ typedef struct shadow_state {
      * starts at pc memo_pc[w] with SP memo_sp[w] (0: empty). */
     uintptr_t memo_pc[MEMO_WAYS], memo_sp[MEMO_WAYS];
     uint32_t memo_rand;             /* picks the entry a new stack replaces */
+    uint8_t memo_hint[MEMO_HINTS];  /* by memo_hash of a start: the entry last seen there */
     memo_entry memo[MEMO_WAYS];
 } shadow_state;
 
@@ -1127,11 +1129,14 @@ static __thread shadow_state *hg_shadow __attribute__((tls_model("initial-exec")
 
 _Static_assert(sizeof(shadow_state) <= HG_UNWIND_THREAD_BYTES, "HG_UNWIND_THREAD_BYTES too small");
 
+__thread uint32_t *hg_unwind_busy __attribute__((tls_model("initial-exec")));
+
 void hg_unwind_attach(void *state) {
     shadow_state *K = (shadow_state *)state;
     if (K != NULL) memset(K, 0, sizeof *K);
     atomic_signal_fence(memory_order_seq_cst);
     hg_shadow = K;
+    hg_unwind_busy = K != NULL ? &K->busy : NULL;
 }
 static _Atomic int hg_shadow_off;
 static const uintptr_t shadow_zero = 0;
@@ -1232,10 +1237,11 @@ void hg_unwind_set_memo(int on) {
     atomic_store_explicit(&hg_memo_off, !on, memory_order_relaxed);
 }
 
-/* The entry that starts at (pc, sp), or -1. Fully associative: a thread
- * allocating from a few sites in turn keeps them all (direct-mapped, four
- * stacks shared eight entries with a collision more often than not). */
-static inline int memo_way(const shadow_state *K, uintptr_t pc, uintptr_t sp) {
+/* The entry that starts at (pc, sp), or -1, by comparing every entry's
+ * start. Fully associative: a thread allocating from a few sites in turn
+ * keeps them all (direct-mapped, four stacks shared eight entries with a
+ * collision more often than not). */
+static inline int memo_scan(const shadow_state *K, uintptr_t pc, uintptr_t sp) {
     /* A mask, not a branch an entry: with a few stacks in turn, which entry
      * matches is what a branch cannot predict (the branches drew half of the
      * lookup's samples; the bench's time is the same within noise). */
@@ -1245,11 +1251,30 @@ static inline int memo_way(const shadow_state *K, uintptr_t pc, uintptr_t sp) {
     return m != 0 ? __builtin_ctz(m) : -1;
 }
 
+static inline unsigned memo_hash(uintptr_t pc, uintptr_t sp) {
+    return (unsigned)(((pc ^ (sp << 7)) * 0x9e3779b97f4a7c15ull) >> 58);
+}
+
+/* memo_scan's answer, most often from the hint of where the start was
+ * found last: one entry compared, not eight (the scan was 57 of a memo
+ * hit's ~260 instructions). A hint is only a guess, checked like a scan's
+ * match; a wrong one costs the scan. */
+static inline int memo_way(shadow_state *K, uintptr_t pc, uintptr_t sp) {
+    const unsigned h = memo_hash(pc, sp);
+    const int w = K->memo_hint[h];
+    if (hg_likely((K->memo_pc[w] == pc) & (K->memo_sp[w] == sp)))
+        return w;
+    const int f = memo_scan(K, pc, sp);
+    if (f >= 0)
+        K->memo_hint[h] = (uint8_t)f;
+    return f;
+}
+
 /* The entry a new stack starting at (pc, sp) goes to: the one it had, an
  * empty one, else one at random (a thread cycling through more stacks
  * than entries still keeps some, where replacing the oldest keeps none). */
 static inline int memo_victim(shadow_state *K, uintptr_t pc, uintptr_t sp) {
-    int w = memo_way(K, pc, sp);
+    int w = memo_scan(K, pc, sp);
     for (int i = 0; i < MEMO_WAYS && w < 0; i++)
         if (K->memo_pc[i] == 0) w = i;
     if (w < 0) {
@@ -1262,7 +1287,8 @@ static inline int memo_victim(shadow_state *K, uintptr_t pc, uintptr_t sp) {
 
 /* The stack of walk start st if entry e, which starts there too, still
  * holds: its frame count (the frames are e->val), else 0. */
-static inline int memo_find(shadow_state *K, const memo_entry *e, const hg_unwind_start *st,
+static inline __attribute__((always_inline))
+int memo_find(shadow_state *K, const memo_entry *e, const hg_unwind_start *st,
                             int max, uint32_t epoch, uintptr_t hi) {
     if (e->epoch != epoch || e->hi != hi || (int)e->n > max || (e->rbp0_matters && e->rbp0 != st->rbp))
         return 0;
@@ -1321,6 +1347,7 @@ static memo_entry *memo_store(shadow_state *K, int n, uint32_t epoch, uintptr_t 
     e->n = (uint8_t)n;
     K->memo_sp[w] = sp0;
     K->memo_pc[w] = e->val[0];
+    K->memo_hint[memo_hash(e->val[0], sp0)] = (uint8_t)w;
     return e;
 }
 
@@ -1332,10 +1359,11 @@ static inline void shadow_release(shadow_state *K) {
 
 /* hg_unwind, and hg_unwind_memo when user != NULL: then a memo hit leaves
  * pcs alone and points *frames at the entry's copy (the caller may not need
- * them: its ref is in the entry too). */
+ * them: its ref is in the entry too). memo_tried: the caller looked the
+ * start up in the memo already and found no entry that holds. */
 static inline __attribute__((always_inline))
 int unwind_walk(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated, uint64_t **user,
-                const uintptr_t **frames) {
+                const uintptr_t **frames, const bool memo_tried) {
     *truncated = 0;
     if (user != NULL) {
         *user = NULL;
@@ -1366,7 +1394,7 @@ int unwind_walk(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncat
     if (hg_likely(K != NULL && !K->busy) && !atomic_load_explicit(&hg_shadow_off, memory_order_relaxed)) {
         K->busy = 1;
         atomic_signal_fence(memory_order_seq_cst);
-        const int w = memo_way(K, st->pc, st->cfa);   /* (none when off) */
+        const int w = memo_tried ? -1 : memo_way(K, st->pc, st->cfa);   /* (none when off) */
         if (w >= 0) {
             n = memo_find(K, &K->memo[w], st, max, epoch, hi);
             if (n != 0) {
@@ -1465,16 +1493,44 @@ out:
 }
 
 int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated) {
-    return unwind_walk(st, pcs, max, truncated, NULL, NULL);
+    return unwind_walk(st, pcs, max, truncated, NULL, NULL, false);
+}
+
+/* hg_unwind_memo past its memo hit: the walk, out of line, so that the hit
+ * path keeps a frame of its own (the walk's saves and spills were half of
+ * a hit's instructions). */
+static int __attribute__((noinline))
+walk_after_memo(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated, uint64_t **user,
+                const uintptr_t **frames, bool memo_tried) {
+    return unwind_walk(st, pcs, max, truncated, user, frames, memo_tried);
 }
 
 int hg_unwind_memo(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated, uint64_t **user,
                    const uintptr_t **frames) {
-    return unwind_walk(st, pcs, max, truncated, user, frames);
-}
-
-void hg_unwind_memo_done(void) {
-    shadow_release(hg_shadow);
+    shadow_state *K = hg_shadow;
+    if (hg_likely(K != NULL && !K->busy && max > 0 && st->pc != 0) &&
+        hg_likely(atomic_load_explicit(&hg_cache, memory_order_relaxed) != NULL) &&
+        !atomic_load_explicit(&hg_shadow_off, memory_order_relaxed)) {
+        K->busy = 1;
+        atomic_signal_fence(memory_order_seq_cst);
+        const int w = memo_way(K, st->pc, st->cfa);
+        if (w >= 0) {
+            const uintptr_t hi = stack_hi((uintptr_t)__builtin_frame_address(0));
+            const uint32_t epoch = atomic_load_explicit(&hg_epoch, memory_order_relaxed);
+            memo_entry *e = &K->memo[w];
+            const int n = memo_find(K, e, st, max < HG_UNWIND_MAX_FRAMES ? max : HG_UNWIND_MAX_FRAMES,
+                                    epoch, hi);
+            if (n != 0) {
+                *truncated = 0;
+                *user = e->user;        /* busy until hg_unwind_memo_done */
+                *frames = e->val;
+                return n;
+            }
+        }
+        shadow_release(K);
+        return walk_after_memo(st, pcs, max, truncated, user, frames, true);
+    }
+    return walk_after_memo(st, pcs, max, truncated, user, frames, false);
 }
 
 void hg_unwind_memo_stats(unsigned long *hits, unsigned long *left) {

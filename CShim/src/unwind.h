@@ -89,7 +89,14 @@ int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated
  * not written then; the copy stays as it is until hg_unwind_memo_done). */
 int hg_unwind_memo(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated, uint64_t **user,
                    const uintptr_t **frames);
-void hg_unwind_memo_done(void);
+/* The calling thread's shadow's busy word (NULL: none attached). */
+extern __thread uint32_t *hg_unwind_busy __attribute__((tls_model("initial-exec")));
+/* Inline: on every allocation whose stack is a memo entry. */
+static inline void hg_unwind_memo_done(void)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    *hg_unwind_busy = 0;
+}
 /* The calling thread's walks answered by a memo entry, and those that found
  * one's slots changed (for tests). */
 void hg_unwind_memo_stats(unsigned long *hits, unsigned long *left);
