@@ -87,10 +87,11 @@ extern "C" {
 #endif
 
 #define HG_PROTOCOL_MAGIC   0x4e45475041454848ull /* "HHEAPGEN" little-endian */
-#define HG_PROTOCOL_VERSION 5u   /* 3: control area + HG_K_CONTROL; 4: stacks as call-tree
+#define HG_PROTOCOL_VERSION 6u   /* 3: control area + HG_K_CONTROL; 4: stacks as call-tree
                                     nodes (HG_BLOB_NODE), header.stacks_lost; 5: the arena
                                     is two halves reused in epochs (arena_state,
-                                    arena_released, tagged refs) */
+                                    arena_released, tagged refs); 6: 16-byte slots, a record
+                                    in one or two (hg_slot) */
 
 /* Environment variables the collector sets for the target. */
 #define HG_ENV_SOCK        "HEAPGEN_SOCK"        /* path of the collector's listening socket */
@@ -110,7 +111,7 @@ extern "C" {
 #define HG_ENV_RETENTION_AT "HEAPGEN_RETENTION_AT" /* mark labels, one per line: right after such a
                                                     mark, ask for a scan that takes the graph */
 
-#define HG_DEFAULT_RING_SLOTS (1u << 18)   /* 256 Ki slots x 32 B = 8 MiB */
+#define HG_DEFAULT_RING_SLOTS (1u << 18)   /* 256 Ki slots x 16 B = 4 MiB */
 #define HG_DEFAULT_ARENA_MB   32u          /* two halves of 16 MiB, reused in epochs */
 #define HG_MAX_ARENA_MB       128u         /* a half's refs fit HG_REF_OFFSET_BITS */
 #define HG_MAX_FRAMES         256
@@ -137,7 +138,7 @@ enum hg_origin {
     HG_ORIGIN_FORK = 2, /* child side of fork(); parent's ring is not shared  */
 };
 
-/* Record kinds: the high 8 bits of hg_slot.size_kind. */
+/* Record kinds: the high 8 bits of hg_record.size_kind; 6 bits of a slot's w0. */
 enum hg_kind {
     HG_K_NOP           = 0,  /* filler; ignore                                     */
     /* allocations: addr = block, size = requested bytes, stack, aux = type id */
@@ -178,31 +179,62 @@ enum hg_kind {
                                 blocks as they were at this record. */
 };
 
+/* The kind and size of a decoded record (hg_record.size_kind). */
 #define HG_KIND_SHIFT 56
 #define HG_SIZE_MASK  ((1ull << HG_KIND_SHIFT) - 1)
 
-/* One ring record. 32 bytes: two per cache line.
+/* One ring slot: 16 bytes, four to a cache line. A record takes one slot,
+ * or two (wide) when it does not fit one.
  *
  * Slot i serves ring positions i, i+N, i+2N, ... (N = ring_slots); position
- * pos is in lap L = pos / N, and slot.seq == 2L+1 means "published for lap
- * L" (a zero-filled ring has nothing published). Only producers write slots:
- * the consumer reports progress through header.tail instead of writing each
- * slot back, so slot cache lines do not bounce between the two cores
- * (measured: ~10 % of the target's allocation path).
- *   producer: pos = head; if pos - tail >= N the ring is full: wait. Else
- *             CAS head pos -> pos+1, write the fields, store-release
- *             seq = 2L+1.
- *   consumer: at pos, if load-acquire seq == 2L+1, copy the slot; after a
- *             batch, store-release tail = next position to read.
- * Both sides publish with heapgen_ring.h (the one producer implementation,
- * and why each ordering is enough). */
+ * pos is in lap L = pos / N. A record's first slot holds in w0:
+ *   bits  0..47  addr (its low 48 bits)
+ *   bits 48..53  kind (enum hg_kind)
+ *   bit  54      HG_W0_WIDE: the record goes on in the next position's slot
+ *   bits 55..63  the lap tag, (L mod 256) + 1: "published for lap L"
+ * A tag is never 0, so a zero-filled ring, and a wide record's second slot
+ * (whose w0 is a 32-bit ref), read as unpublished.
+ *   one slot:   w1 = size (32 bits) | ref << 32; aux is 0, addr < 2^48.
+ *   two slots:  w1 = size (56 bits); the next slot's w0 = ref,
+ *               w1 = aux | (addr >> 48) << 32.
+ * Allocations and frees take one slot; a Swift object's allocation (aux =
+ * its type id), a block of 4 GiB or more, and most records of the shim's own
+ * (marks carry a clock) take two.
+ *
+ * Only producers write slots: the consumer reports progress through
+ * header.tail instead of writing each slot back, so slot cache lines do not
+ * bounce between the two cores (measured: ~10 % of the target's allocation
+ * path).
+ *   producer: pos = head; if pos + n - 1 - tail >= N the ring is full:
+ *             wait. Else CAS head pos -> pos+n, write the other words,
+ *             store-release w0.
+ *   consumer: at pos, if load-acquire w0 has lap L's tag, copy the record
+ *             (and the next slot if wide); after a batch, store-release
+ *             tail = next position to read.
+ * Both sides use heapgen_ring.h (the one producer implementation, and why
+ * each ordering is enough). 16 bytes, not 32: every slot is a cache line's
+ * share the collector's core reads and the program's core then takes back,
+ * and on the bench that traffic was ~40 % of what the shim costs. */
 typedef struct hg_slot {
-    uint64_t seq;        /* lap state, see below                                */
+    uint64_t w0;         /* addr | kind | wide | lap tag (above)                */
+    uint64_t w1;
+} hg_slot;
+
+#define HG_W0_ADDR_MASK  ((1ull << 48) - 1)
+#define HG_W0_KIND_SHIFT 48
+#define HG_W0_KIND_MASK  0x3full
+#define HG_W0_WIDE       (1ull << 54)
+#define HG_W0_TAG_SHIFT  55
+
+/* A record as the consumer hands it on (hg_drain & co): the fields of
+ * either form, and its ring position. */
+typedef struct hg_record {
+    uint64_t pos;        /* ring position of its first slot                     */
     uint64_t addr;
     uint64_t size_kind;  /* size in low 56 bits, enum hg_kind in the top 8   */
     uint32_t ref;        /* stack id / blob ref: a tagged arena ref; 0 = none */
     uint32_t aux;        /* type id for Swift objects (0 = none), etc.       */
-} hg_slot;
+} hg_record;
 
 /* Stacks are a call tree (a prefix tree of return addresses, outermost frame
  * at the root, like heaptrack's trace tree): every distinct (caller node,
@@ -250,7 +282,7 @@ enum hg_blob_tag {
  *     wait_count; it sets arena_wanted = E + 1 so the collector releases
  *     at once), at most HG_ARENA_WAIT_MS; blobs that still do not fit are
  *     lost (counted: arena_full, stacks_lost).
- *   Refs a producer publishes (hg_slot.ref) are tagged:
+ *   Refs a producer publishes (hg_record.ref) are tagged:
  *     ref = (E & 0xff) << HG_REF_OFFSET_BITS | arena offset / 8.
  *     Refs inside the arena (hg_node.parent, .link) are plain offset / 8
  *     and never leave their epoch's half.

@@ -3,16 +3,18 @@
  * "hg_slot"), one implementation for every producer: the shim inside the
  * program (CShim/src/ring.c) and the collector when it writes records of
  * its own into a program's ring (Sources/CHeapGenCollector/produce.c); the
- * consumer (Sources/CHeapGenCollector/ring.c) shares the sequence words.
+ * consumer (Sources/CHeapGenCollector/ring.c) reads records with
+ * hg_ring_take, here too, so both sides agree on the slots' layout.
  *
  * A producer publishes a record in three steps:
  *
+ *   const uint64_t n = hg_ring_record_slots(addr, size, aux);
  *   uint64_t pos = hg_ring_head(h);
  *   for (;;) {
- *       if (!hg_ring_has_room(h, pos, mask)) { ...wait or give up...; continue; }
- *       if (hg_ring_claim(h, &pos)) break;       // else pos was reloaded
+ *       if (!hg_ring_has_room(h, pos, n, mask)) { ...wait or give up...; continue; }
+ *       if (hg_ring_claim(h, &pos, n)) break;    // else pos was reloaded
  *   }
- *   hg_ring_publish(&ring[pos & mask], pos, shift, kind, addr, size, ref, aux);
+ *   hg_ring_publish(ring, mask, pos, shift, kind, addr, size, ref, aux);
  *
  * The steps are separate because the shim does work of its own between
  * them (it notes the position it is about to hold, for signal handlers
@@ -26,9 +28,10 @@
  *          it, and a producer that sees that tail may overwrite the slot
  *          for the next lap: without the pair the new fields could land
  *          in the consumer's copy of the old record.
- *   seq    release store (producer), acquire load (consumer). The one
- *          publication: the consumer that sees seq == 2L+1 sees every
- *          field written before it. The fields themselves are plain stores.
+ *   w0     release store (producer), acquire load (consumer) of a
+ *          record's first word. The one publication: the consumer that
+ *          sees lap L's tag there sees every word written before it (w1,
+ *          and a wide record's second slot). The rest are plain stores.
  * No other atomic is involved: a record costs one CAS and one store.
  *
  * Header-only (static inline): the shim's hot path keeps everything
@@ -49,20 +52,36 @@ extern "C" {
 
 #define HG_RING_INLINE static inline __attribute__((always_inline))
 
-/* ------------------------------------------------------------- sequences */
+/* ------------------------------------------------------------- lap tags */
 
-/* slot.seq once position pos (lap L = pos >> shift) is published: 2L+1. */
-HG_RING_INLINE uint64_t hg_ring_published_seq(uint64_t pos, uint32_t shift)
+/* A record's first slot, published for position pos (lap L = pos >> shift),
+ * has this tag in w0 (heapgen_protocol.h, "hg_slot"): (L mod 256) + 1. */
+HG_RING_INLINE uint64_t hg_ring_tag(uint64_t pos, uint32_t shift)
 {
-    return ((pos >> shift) << 1) + 1;
+    return (((pos >> shift) & 0xff) + 1) << HG_W0_TAG_SHIFT;
 }
 
-/* slot.seq before pos is published: the previous lap's published value, or
- * 0 (a fresh, zero-filled memfd) in lap 0. */
-HG_RING_INLINE uint64_t hg_ring_unpublished_seq(uint64_t pos, uint32_t shift)
+HG_RING_INLINE uint64_t hg_ring_tag_of(uint64_t w0)
 {
-    uint64_t lap = pos >> shift;
-    return lap == 0 ? 0 : (lap << 1) - 1;
+    return w0 & (~0ull << HG_W0_TAG_SHIFT);
+}
+
+/* 1 when a slot's w0 at position pos is what it may hold before pos is
+ * published: zero (a fresh ring, or a wide record's second slot in the lap
+ * before) or the tag of the lap before. */
+HG_RING_INLINE int hg_ring_unpublished(uint64_t w0, uint64_t pos, uint32_t shift)
+{
+    const uint64_t t = hg_ring_tag_of(w0);
+    return t == 0 || ((pos >> shift) > 0 && t == hg_ring_tag(pos - (1ull << shift), shift));
+}
+
+/* ----------------------------------------------------------------- records */
+
+/* Slots the record takes: 1 when it fits one (addr below 2^48, size below
+ * 2^32, no aux), else 2. */
+HG_RING_INLINE uint64_t hg_ring_record_slots(uint64_t addr, uint64_t size, uint32_t aux)
+{
+    return 1 + (((addr >> 48) | (size >> 32) | aux) != 0);
 }
 
 /* -------------------------------------------------------------- producer */
@@ -73,34 +92,76 @@ HG_RING_INLINE uint64_t hg_ring_head(hg_header *h)
     return __atomic_load_n(&h->head, __ATOMIC_RELAXED);
 }
 
-/* 1 when position pos lies less than a ring (mask + 1 slots) ahead of the
- * consumer's tail, so its slot has been read and may be written. Signed: a
- * stale pos (another producer claimed it and the consumer already read it)
- * is behind the tail; it has "room", and the claim then fails and reloads
- * it. The tail's cache line changes once per consumer batch: almost always
- * a hit. */
-HG_RING_INLINE int hg_ring_has_room(hg_header *h, uint64_t pos, uint64_t mask)
+/* 1 when the n slots from position pos lie less than a ring (mask + 1
+ * slots) ahead of the consumer's tail, so they have been read and may be
+ * written. Signed: a stale pos (another producer claimed it and the
+ * consumer already read it) is behind the tail; it has "room", and the
+ * claim then fails and reloads it. The tail's cache line changes once per
+ * consumer batch: almost always a hit. */
+HG_RING_INLINE int hg_ring_has_room(hg_header *h, uint64_t pos, uint64_t n, uint64_t mask)
 {
-    return (int64_t)(pos - __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE)) <= (int64_t)mask;
+    return (int64_t)(pos + n - 1 - __atomic_load_n(&h->tail, __ATOMIC_ACQUIRE)) <= (int64_t)mask;
 }
 
-/* Claims position *pos: 1 if it is ours now, 0 if another producer took it
- * first (or the CAS failed spuriously), with *pos reloaded from the head. */
-HG_RING_INLINE int hg_ring_claim(hg_header *h, uint64_t *pos)
+/* Claims the n positions from *pos: 1 if they are ours now, 0 if another
+ * producer took *pos first (or the CAS failed spuriously), with *pos
+ * reloaded from the head. */
+HG_RING_INLINE int hg_ring_claim(hg_header *h, uint64_t *pos, uint64_t n)
 {
-    return __atomic_compare_exchange_n(&h->head, pos, *pos + 1, 1,
+    return __atomic_compare_exchange_n(&h->head, pos, *pos + n, 1,
                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
-/* Fills the claimed slot s of position pos and publishes it. */
-HG_RING_INLINE void hg_ring_publish(hg_slot *s, uint64_t pos, uint32_t shift, uint32_t kind,
-                                    uint64_t addr, uint64_t size, uint32_t ref, uint32_t aux)
+/* Writes the record claimed at pos (hg_ring_record_slots of it) and
+ * publishes it: every other word first, then w0 with a release store. */
+HG_RING_INLINE void hg_ring_publish(hg_slot *ring, uint64_t mask, uint64_t pos, uint32_t shift,
+                                    uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref,
+                                    uint32_t aux)
 {
-    s->addr = addr;
-    s->size_kind = (size & HG_SIZE_MASK) | ((uint64_t)kind << HG_KIND_SHIFT);
-    s->ref = ref;
-    s->aux = aux;
-    __atomic_store_n(&s->seq, hg_ring_published_seq(pos, shift), __ATOMIC_RELEASE);
+    hg_slot *a = &ring[pos & mask];
+    uint64_t w0 = (addr & HG_W0_ADDR_MASK) | ((uint64_t)(kind & HG_W0_KIND_MASK) << HG_W0_KIND_SHIFT) |
+                  hg_ring_tag(pos, shift);
+    if (hg_ring_record_slots(addr, size, aux) == 1) {
+        a->w1 = size | (uint64_t)ref << 32;
+    } else {
+        hg_slot *b = &ring[(pos + 1) & mask];
+        a->w1 = size & HG_SIZE_MASK;
+        b->w0 = ref;
+        b->w1 = aux | (addr >> 48) << 32;
+        w0 |= HG_W0_WIDE;
+    }
+    __atomic_store_n(&a->w0, w0, __ATOMIC_RELEASE);
+}
+
+/* -------------------------------------------------------------- consumer */
+
+/* The record whose first slot is at pos, if published: its slots (1 or 2)
+ * with *r filled, else 0. The acquire load of w0 pairs with the producer's
+ * release store: every other word was written before it. */
+HG_RING_INLINE uint64_t hg_ring_take(const hg_slot *ring, uint64_t mask, uint64_t pos, uint32_t shift,
+                                     hg_record *r)
+{
+    const hg_slot *a = &ring[pos & mask];
+    const uint64_t w0 = __atomic_load_n(&a->w0, __ATOMIC_ACQUIRE);
+    if (hg_ring_tag_of(w0) != hg_ring_tag(pos, shift))
+        return 0;
+    const uint64_t kind = (w0 >> HG_W0_KIND_SHIFT) & HG_W0_KIND_MASK;
+    const uint64_t w1 = a->w1;
+    r->pos = pos;
+    if (!(w0 & HG_W0_WIDE)) {
+        r->addr = w0 & HG_W0_ADDR_MASK;
+        r->size_kind = (w1 & 0xffffffffull) | kind << HG_KIND_SHIFT;
+        r->ref = (uint32_t)(w1 >> 32);
+        r->aux = 0;
+        return 1;
+    }
+    const hg_slot *b = &ring[(pos + 1) & mask];
+    const uint64_t b1 = b->w1;
+    r->addr = (w0 & HG_W0_ADDR_MASK) | (b1 >> 32) << 48;
+    r->size_kind = (w1 & HG_SIZE_MASK) | kind << HG_KIND_SHIFT;
+    r->ref = (uint32_t)b->w0;
+    r->aux = (uint32_t)b1;
+    return 2;
 }
 
 /* ----------------------------------------------------------------- blobs */

@@ -64,8 +64,8 @@ void hg_collector_wait_end(hg_collector_wait *w)
     errno = w->saved_errno;
 }
 
-/* Waits until the collector has read position `pos - N`. Returns 0 when
- * the collector is gone. */
+/* Waits until the collector has read position `pos - N`, so that the
+ * slot of pos is free. Returns 0 when the collector is gone. */
 static int wait_for_space(uint64_t pos)
 {
     hg_header *h = g_hg.hdr;
@@ -104,18 +104,19 @@ int hg_emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t 
     const uint64_t mask = g_hg.ring_mask;
     const uint32_t shift = g_hg.ring_shift;
     const uint64_t held = hg_held;
+    const uint64_t n = hg_ring_record_slots(addr, size, aux);
     uint64_t pos = hg_ring_head(h);
 
     for (;;) {
-        if (HG_UNLIKELY(!hg_ring_has_room(h, pos, mask))) {
+        if (HG_UNLIKELY(!hg_ring_has_room(h, pos, n, mask))) {
             /* Nested in our own claimed slot at held-1: the collector
-             * cannot get past it, so room at pos never comes if pos is a
-             * whole lap beyond it. */
-            if (held != 0 && (int64_t)(pos - (held - 1)) > (int64_t)mask) {
+             * cannot get past it, so room at our last slot never comes if
+             * it is a whole lap beyond it. */
+            if (held != 0 && (int64_t)(pos + n - 1 - (held - 1)) > (int64_t)mask) {
                 __atomic_fetch_add(&h->lost_events, 1, __ATOMIC_RELAXED);
                 return 0;
             }
-            if (!wait_for_space(pos)) {
+            if (!wait_for_space(pos + n - 1)) {
                 __atomic_fetch_add(&h->lost_events, 1, __ATOMIC_RELAXED);
                 return 0;
             }
@@ -123,8 +124,8 @@ int hg_emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t 
             continue;
         }
         hg_held = held ? held : pos + 1;
-        if (hg_ring_claim(h, &pos)) {
-            hg_ring_publish(&ring[pos & mask], pos, shift, kind, addr, size, ref, aux);
+        if (hg_ring_claim(h, &pos, n)) {
+            hg_ring_publish(ring, mask, pos, shift, kind, addr, size, ref, aux);
             hg_held = held;
             return 1;
         }

@@ -155,11 +155,12 @@ int hg_emit_event(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uin
     hg_slot *ring = g_hg.ring;
     const uint64_t mask = g_hg.ring_mask;
     const uint32_t shift = g_hg.ring_shift;
+    const uint64_t n = hg_ring_record_slots(addr, size, aux);
     uint64_t pos = hg_ring_head(h);
-    if (HG_LIKELY(hg_held == 0) && HG_LIKELY(hg_ring_has_room(h, pos, mask))) {
+    if (HG_LIKELY(hg_held == 0) && HG_LIKELY(hg_ring_has_room(h, pos, n, mask))) {
         hg_held = pos + 1;
-        if (HG_LIKELY(hg_ring_claim(h, &pos))) {
-            hg_ring_publish(&ring[pos & mask], pos, shift, kind, addr, size, ref, aux);
+        if (HG_LIKELY(hg_ring_claim(h, &pos, n))) {
+            hg_ring_publish(ring, mask, pos, shift, kind, addr, size, ref, aux);
             hg_held = 0;
             return 1;
         }

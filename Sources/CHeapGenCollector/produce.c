@@ -33,12 +33,13 @@ static uint32_t put_string(const hg_segment *seg, const char *s, uint32_t len)
 static int claim_and_publish(const hg_segment *seg, uint32_t kind, uint64_t size, uint32_t ref, uint32_t aux)
 {
     hg_header *h = header(seg);
+    const uint64_t n = hg_ring_record_slots(0, size, aux);
     uint64_t pos = hg_ring_head(h);
     for (int tries = 0; tries < 1000; tries++) {
-        if (!hg_ring_has_room(h, pos, seg->ring_mask))
+        if (!hg_ring_has_room(h, pos, n, seg->ring_mask))
             return -EAGAIN;                 /* full: drain first, then retry */
-        if (hg_ring_claim(h, &pos)) {
-            hg_ring_publish(&seg->ring[pos & seg->ring_mask], pos, seg->ring_shift, kind, 0, size, ref, aux);
+        if (hg_ring_claim(h, &pos, n)) {
+            hg_ring_publish(seg->ring, seg->ring_mask, pos, seg->ring_shift, kind, 0, size, ref, aux);
             return 0;
         }
     }

@@ -1,39 +1,25 @@
 /* The consumer side of the ring (heapgen_protocol.h, "hg_slot"), and the
  * checks that keep a target which scribbles on its own segment from making
  * the collector wait forever: the collector's own tail is the truth, the
- * shared head and slot sequence words must agree with it. The producers'
+ * shared head and the slots' lap tags must agree with it. The producers'
  * side, and the memory-ordering pairs between the two, are in
  * heapgen_ring.h. */
 #include "CHeapGenCollector.h"
 
-static inline uint64_t published(const hg_segment *seg, uint64_t pos) {
-    return hg_ring_published_seq(pos, seg->ring_shift);
-}
-
-static inline uint64_t unpublished(const hg_segment *seg, uint64_t pos) {
-    return hg_ring_unpublished_seq(pos, seg->ring_shift);
-}
-
-/* Copies a published slot; seq carries the ring position instead. */
-static inline void copy_slot(hg_slot *o, const hg_slot *s, uint64_t pos) {
-    o->seq = pos;
-    o->addr = s->addr;
-    o->size_kind = s->size_kind;
-    o->ref = s->ref;
-    o->aux = s->aux;
-}
-
-static size_t copy_published(const hg_segment *seg, uint64_t *tail, hg_slot *out, size_t max, int store) {
-    hg_slot *ring = seg->ring;
+/* Copies the published records from *tail into out[0..max), stopping at
+ * the first position not published (yet) or at limit: a record must lie
+ * wholly before it. Returns the number copied. */
+static size_t copy_published(const hg_segment *seg, uint64_t *tail, uint64_t limit, hg_record *out,
+                             size_t max, int store) {
+    const hg_slot *ring = seg->ring;
     const uint64_t mask = seg->ring_mask;
+    const uint32_t shift = seg->ring_shift;
     uint64_t pos = *tail;
     size_t n = 0;
-    while (n < max) {
-        hg_slot *s = &ring[pos & mask];
-        const uint64_t want = published(seg, pos);
-        if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != want) break;
-        copy_slot(&out[n], s, pos);
-        pos++;
+    while (n < max && pos < limit) {
+        const uint64_t used = hg_ring_take(ring, mask, pos, shift, &out[n]);
+        if (used == 0 || used > limit - pos) break;
+        pos += used;
         n++;
     }
     if (n > 0 && store) {
@@ -45,17 +31,16 @@ static size_t copy_published(const hg_segment *seg, uint64_t *tail, hg_slot *out
     return n;
 }
 
-size_t hg_drain(const hg_segment *seg, uint64_t *tail, hg_slot *out, size_t max) {
+size_t hg_drain(const hg_segment *seg, uint64_t *tail, hg_record *out, size_t max) {
     /* Only the collector writes the shared tail: if it is not what we last
      * stored, the target wrote it. Drain nothing; hg_ring_check says why. */
     if (__atomic_load_n(&((const hg_header *)seg->base)->tail, __ATOMIC_ACQUIRE) != *tail) return 0;
-    return copy_published(seg, tail, out, max, 1);
+    return copy_published(seg, tail, UINT64_MAX, out, max, 1);
 }
 
-size_t hg_drain_rescue(const hg_segment *seg, uint64_t *tail, uint64_t limit, hg_slot *out, size_t max) {
+size_t hg_drain_rescue(const hg_segment *seg, uint64_t *tail, uint64_t limit, hg_record *out, size_t max) {
     if (limit <= *tail) return 0;
-    if (limit - *tail < max) max = (size_t)(limit - *tail);
-    return copy_published(seg, tail, out, max, 0);
+    return copy_published(seg, tail, limit, out, max, 0);
 }
 
 int hg_ring_check(const hg_segment *seg, uint64_t tail, uint64_t *head_out) {
@@ -68,9 +53,10 @@ int hg_ring_check(const hg_segment *seg, uint64_t tail, uint64_t *head_out) {
      * the tail they read, which is never ahead of ours; nothing is ever read
      * before it is claimed. So tail <= head <= tail + ring_slots. */
     if (head < tail || head - tail > seg->ring_slots) return HG_RING_BAD_HEAD;
-    uint64_t seq = __atomic_load_n(&seg->ring[tail & seg->ring_mask].seq, __ATOMIC_ACQUIRE);
-    if (seq == published(seg, tail)) return HG_RING_OK; /* published since hg_drain looked */
-    if (seq != unpublished(seg, tail)) return HG_RING_BAD_SEQ;
+    uint64_t w0 = __atomic_load_n(&seg->ring[tail & seg->ring_mask].w0, __ATOMIC_ACQUIRE);
+    if (hg_ring_tag_of(w0) == hg_ring_tag(tail, seg->ring_shift))
+        return HG_RING_OK; /* published since hg_drain looked */
+    if (!hg_ring_unpublished(w0, tail, seg->ring_shift)) return HG_RING_BAD_SEQ;
     return head == tail ? HG_RING_OK : HG_RING_PENDING;
 }
 
@@ -83,20 +69,24 @@ uint64_t hg_final_limit(const hg_segment *seg, uint64_t tail) {
 }
 
 size_t hg_drain_final(const hg_segment *seg, uint64_t *tail, uint64_t limit,
-                      hg_slot *out, size_t max, uint64_t *torn) {
-    hg_slot *ring = seg->ring;
+                      hg_record *out, size_t max, uint64_t *torn) {
+    const hg_slot *ring = seg->ring;
     const uint64_t mask = seg->ring_mask;
+    const uint32_t shift = seg->ring_shift;
     uint64_t pos = *tail;
     size_t n = 0;
     while (n < max && pos < limit) {
-        hg_slot *s = &ring[pos & mask];
-        const uint64_t want = published(seg, pos);
-        if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) == want) {
-            copy_slot(&out[n++], s, pos);
+        const uint64_t used = hg_ring_take(ring, mask, pos, shift, &out[n]);
+        if (used != 0 && used <= limit - pos) {
+            pos += used;
+            n++;
         } else {
-            (*torn)++; /* claimed by a producer that never published it */
+            /* Claimed by a producer that never published it. Its length is
+             * unknown: go on a slot at a time (a wide record's second slot
+             * never reads as published, its w0 has no tag). */
+            (*torn)++;
+            pos++;
         }
-        pos++;
     }
     __atomic_store_n(&((hg_header *)seg->base)->tail, pos, __ATOMIC_RELEASE);
     *tail = pos;

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 /* Largest segment the collector maps: a sanity bound. The defaults need
- * ~41 MiB; the largest the shim makes (2^26 ring slots, a 64 MiB control
- * area, a 128 MiB arena) ~2.2 GiB. */
+ * ~37 MiB; the largest the shim makes (2^26 ring slots, a 64 MiB control
+ * area, a 128 MiB arena) ~1.2 GiB. */
 #define HG_MAX_SEGMENT_SIZE (64ull << 30)
 #define HG_MAX_RING_SLOTS   (1ull << 30)
 

@@ -40,8 +40,8 @@ final class ControlChannel {
         frames.deallocate()
     }
 
-    /// Handles the control record `slot` of `seg` (its `seq` is its ring position).
-    func handle(_ seg: Segment, _ slot: hg_slot) {
+    /// Handles the control record `slot` of `seg` (`pos` is its ring position).
+    func handle(_ seg: Segment, _ slot: hg_record) {
         let control = seg.control
         guard answering else {
             control.ignored &+= 1
@@ -53,7 +53,7 @@ final class ControlChannel {
         let answer: String
         switch rc {
         case 0:
-            answer = respond(seg, UnsafeBufferPointer(start: request, count: length), position: slot.seq)
+            answer = respond(seg, UnsafeBufferPointer(start: request, count: length), position: slot.pos)
         case -E2BIG:
             control.rejected &+= 1
             answer = Self.error("request longer than \(ControlLimits.maxRequestBytes) bytes")

@@ -49,7 +49,7 @@ struct RingWatch {
         case Int(HG_RING_BAD_HEAD.rawValue):
             corruption = "its ring's write position (head) \(head) is outside \(tail)…\(tail &+ raw.pointee.ring_slots)"
         case Int(HG_RING_BAD_SEQ.rawValue):
-            corruption = "the sequence word of the slot at ring position \(tail) holds an impossible value"
+            corruption = "the slot at ring position \(tail) holds an impossible lap tag"
         default:
             pendingSince = 0
         }

@@ -16,7 +16,7 @@ final class SegmentDrainer {
     private static let maxBuildID = 512
     private static let maxPath = 4096
 
-    private let slots = UnsafeMutablePointer<hg_slot>.allocate(capacity: batchSize)
+    private let slots = UnsafeMutablePointer<hg_record>.allocate(capacity: batchSize)
     private let frames = UnsafeMutablePointer<UInt64>.allocate(capacity: maxFrames)
     private let text = UnsafeMutablePointer<CChar>.allocate(capacity: maxText + 1)
     private let moduleSegments = UnsafeMutablePointer<hg_module_seg>.allocate(capacity: maxModuleSegments)
@@ -131,9 +131,9 @@ final class SegmentDrainer {
                                        address: s.addr, size: s.size_kind & sizeMask, stack: stack, type: type)
                 }
                 if let tracker {
-                    tracker.allocate(address: s.addr, size: s.size_kind & sizeMask, stack: stack, type: type, position: s.seq)
+                    tracker.allocate(address: s.addr, size: s.size_kind & sizeMask, stack: stack, type: type, position: s.pos)
                 }
-                if let heap { heap.allocate(address: s.addr, size: s.size_kind & sizeMask, stack: stack, type: type, position: s.seq) }
+                if let heap { heap.allocate(address: s.addr, size: s.size_kind & sizeMask, stack: stack, type: type, position: s.pos) }
             case UInt32(HG_K_FREE.rawValue):
                 if let aggregator = seg.aggregator { aggregator.free(address: s.addr, realloc: false, writer: w) } else { w.appendFree(.free, address: s.addr) }
                 if let tracker { tracker.free(address: s.addr, realloc: false) }
@@ -251,7 +251,7 @@ final class SegmentDrainer {
     }
 
     @inline(never)
-    private func metadata(_ seg: Segment, _ s: hg_slot, kind: UInt32) {
+    private func metadata(_ seg: Segment, _ s: hg_record, kind: UInt32) {
         let w = seg.writer
         switch kind {
         case UInt32(HG_K_MODULE_LOAD.rawValue):
@@ -271,11 +271,11 @@ final class SegmentDrainer {
             let id = Array(UnsafeBufferPointer(start: buildID, count: Int(info.build_id_len)))
             let module = ModuleRecord(loadBias: info.load_bias, path: path, buildID: id, segments: segments)
             w.moduleLoad(module)
-            seg.control.moduleLoaded(module, position: s.seq)
+            seg.control.moduleLoaded(module, position: s.pos)
             moduleMapped?(module)
         case UInt32(HG_K_MODULE_UNLOAD.rawValue):
             w.moduleUnload(loadBias: s.addr)
-            seg.control.moduleUnloaded(loadBias: s.addr, position: s.seq)
+            seg.control.moduleUnloaded(loadBias: s.addr, position: s.pos)
         case UInt32(HG_K_TYPE_NAME.rawValue):
             // Each id is defined once; later definitions of the same id are ignored.
             guard s.aux != 0, !seg.types.contains(s.aux) else { return }

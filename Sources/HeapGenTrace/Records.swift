@@ -129,7 +129,7 @@ public enum EndReason: UInt8, Sendable, CaseIterable {
     /// The collector lost track of the process (also: a salvaged trace, see ``EndRecord/salvage``).
     case unknown = 4
     /// The traced process wrote nonsense into its own shared segment (ring positions or slot
-    /// sequence words out of range, or a claimed slot never published): the collector
+    /// lap tags out of range, or a claimed slot never published): the collector
     /// stopped reading it, detached the process and kept what was recorded before.
     case corrupt = 5
 }

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "heapgen_protocol.h"
-#include "heapgen_ring.h"  /* the producer side, shared with the shim; sequence words */
+#include "heapgen_ring.h"  /* both sides of a record: shared with the shim */
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,12 +75,13 @@ void hg_segment_counters(const hg_segment *seg, hg_counters *out);
 
 /* ------------------------------------------------------------------- ring */
 
-/* Copies published slots in ring order starting at *tail into out[0..max),
- * frees each one for the next lap, advances *tail. Stops at the first slot
- * that is not published (yet). Returns the number copied. Copies nothing
+/* Copies published records in ring order starting at *tail into
+ * out[0..max), frees their slots for the next lap, advances *tail past
+ * them. Stops at the first position that is not published (yet). Returns
+ * the number of records copied. Copies nothing
  * while the shared tail differs from *tail (the target wrote it): call
  * hg_ring_check whenever this returns 0. */
-size_t hg_drain(const hg_segment *seg, uint64_t *tail, hg_slot *out, size_t max);
+size_t hg_drain(const hg_segment *seg, uint64_t *tail, hg_record *out, size_t max);
 
 /* hg_ring_check's verdict on a ring hg_drain found nothing in. */
 enum hg_ring_state {
@@ -90,7 +91,7 @@ enum hg_ring_state {
     HG_RING_BAD_TAIL = 2, /* the shared tail is not the collector's own           */
     HG_RING_BAD_HEAD = 3, /* head outside [tail, tail + ring_slots]               */
     HG_RING_BAD_SEQ  = 4, /* the slot at the tail holds neither the previous lap's
-                             value nor this lap's                                 */
+                             tag (or none) nor this lap's                         */
 };
 
 /* Checks the shared ring state against the collector's own tail (never
@@ -98,20 +99,20 @@ enum hg_ring_state {
  * the shared head as read. */
 int hg_ring_check(const hg_segment *seg, uint64_t tail, uint64_t *head);
 
-/* Last drain of a segment found corrupt: copies the published slots in
+/* Last drain of a segment found corrupt: copies the published records in
  * [*tail, limit) (stopping at the first unpublished one) whatever the shared
  * tail says, without storing the tail. limit: at most *tail + ring_slots. */
-size_t hg_drain_rescue(const hg_segment *seg, uint64_t *tail, uint64_t limit, hg_slot *out, size_t max);
+size_t hg_drain_rescue(const hg_segment *seg, uint64_t *tail, uint64_t limit, hg_record *out, size_t max);
 
 /* Final drain of a segment whose producers are all gone (process exited or
  * exec'd). `limit` is the end position returned by hg_final_limit(): the
  * shared head, clamped to one ring length past *tail. Copies every published
- * slot in [*tail, limit) and skips slots that were claimed but never
+ * record in [*tail, limit) and skips slots that were claimed but never
  * published ("torn"), adding their number to *torn. Returns the number
  * copied; call again while *tail < limit (out may fill up). */
 uint64_t hg_final_limit(const hg_segment *seg, uint64_t tail);
 size_t hg_drain_final(const hg_segment *seg, uint64_t *tail, uint64_t limit,
-                      hg_slot *out, size_t max, uint64_t *torn);
+                      hg_record *out, size_t max, uint64_t *torn);
 
 /* ---------------------------------------------------------------- produce */
 

@@ -66,8 +66,8 @@ final class SegmentCorruptionTests: XCTestCase {
         try checkCorrupt("tail", reason: "its ring's read position (tail) was overwritten")
     }
 
-    func testSequenceWordsTrashed() throws {
-        try checkCorrupt("seq", reason: "the sequence word of the slot at ring position")
+    func testLapTagsTrashed() throws {
+        try checkCorrupt("seq", reason: "the slot at ring position")
     }
 
     /// A slot claimed and never published: the ring is given up after 10 s without movement.

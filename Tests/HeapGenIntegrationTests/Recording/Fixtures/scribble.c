@@ -9,7 +9,7 @@
  *   header   random bytes over the whole header page
  *   head     head set a huge distance ahead
  *   tail     tail set huge
- *   seq      every slot's sequence word set to garbage
+ *   seq      every slot's first word set to garbage with an impossible lap tag
  *   stuck    head moved one past the last claimed position: a slot claimed
  *            and never published
  *   counters the shim's counters set to UINT64_MAX (the ring stays sane)
@@ -77,7 +77,9 @@ static void scribble(hg_header *h, const char *mode)
     } else if (strcmp(mode, "tail") == 0) {
         __atomic_store_n(&h->tail, 1ull << 50, __ATOMIC_RELAXED);
     } else if (strcmp(mode, "seq") == 0) {
-        for (uint64_t i = 0; i < slots; i++) ring[i].seq = xorshift(&x) | 0x100000000ull;
+        /* Random words with a lap tag no lap has (tags are 1..256): one
+         * that happened to be this lap's would be read as a record. */
+        for (uint64_t i = 0; i < slots; i++) ring[i].w0 = xorshift(&x) | 0x1ffull << HG_W0_TAG_SHIFT;
     } else if (strcmp(mode, "stuck") == 0) {
         __atomic_fetch_add(&h->head, 1, __ATOMIC_RELAXED);
     } else if (strcmp(mode, "counters") == 0) {
