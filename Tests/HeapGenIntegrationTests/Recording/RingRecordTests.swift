@@ -13,8 +13,7 @@ final class RingRecordTests: XCTestCase {
     /// the slot, a torn two-slot record's second slot never read as a record; an impossible
     /// lap tag reads as corrupt (hg_ring_check 4).
     func testRecordsOfOneAndTwoSlotsAcrossLaps() throws {
-        let support = TestPaths.repoRoot + "/Sources/CHeapGenCollector"
-        let exe = try Fixture.build("ring_records.c", flags: ["-I", support + "/include", support + "/ring.c"])
+        let exe = try Fixture.buildWithCollector("ring_records.c", ["ring.c"])
         let r = try runProcess(exe, [], timeout: 60)
         XCTAssertStatus(r, 0)
         XCTAssertEqual(r.stdoutText, """

@@ -432,8 +432,7 @@ final class StackStoreTests: XCTestCase {
     /// (cycles, parents out of range or above their child, depths that do not count down,
     /// flags that disagree, a string where a node should be, too deep) reads as 0.
     func testMalformedNodeChainsAreRejected() throws {
-        let support = TestPaths.repoRoot + "/Sources/CHeapGenCollector"
-        let exe = try Fixture.build("node_chains.c", flags: ["-I", support + "/include", support + "/segment.c"])
+        let exe = try Fixture.buildWithCollector("node_chains.c", ["segment.c"])
         let r = try runProcess(exe, [], timeout: 60)
         XCTAssertStatus(r, 0)
         XCTAssertEqual(r.stdoutText, """

@@ -24,6 +24,13 @@ enum Fixture {
     static func build(_ source: String, flags: [String] = [], output: String? = nil, shared: Bool = false) throws -> String {
         try FixtureCompiler.build(source, in: directory, flags: flags, output: output, shared: shared)
     }
+
+    /// `build` with some of the collector's own C files (Sources/CHeapGenCollector)
+    /// compiled in: for tests of its readers on memory a fixture makes by hand.
+    static func buildWithCollector(_ source: String, _ collectorFiles: [String]) throws -> String {
+        let support = TestPaths.repoRoot + "/Sources/CHeapGenCollector"
+        return try build(source, flags: ["-I", support + "/include"] + collectorFiles.map { support + "/" + $0 })
+    }
 }
 
 // MARK: - heapgen
