@@ -277,7 +277,7 @@ void     hg_swift_reset(void);
 /* record.c: the shared tail of every interposed allocation. */
 void hg_record_alloc(uint32_t kind, void *p, size_t size, const struct hg_unwind_start *st);
 /* A free (or a realloc's old block): before the allocator runs. Inline: a
- * free is a third of a program's allocator calls and needs no stack. */
+ * free is about half of a program's allocator calls and needs no stack. */
 static inline void hg_record_free(uint32_t kind, void *p)
 {
     if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
