@@ -1,7 +1,7 @@
 /*
  * ring.c — the producer side of the shared ring (see heapgen_protocol.h for
- * the lap-based slot sequence). Lossless: a full ring makes the producer
- * wait for the collector; only a dead collector ends the wait, and one case
+ * its slots and lap tags; hg_emit_event in shim.h is hg_emit's common case,
+ * inline). Lossless: a full ring makes the producer wait for the collector; only a dead collector ends the wait, and one case
  * of nesting (below). Every event not written is counted in lost_events.
  *
  * Re-entrant: a signal handler may emit while this thread's own emit holds a

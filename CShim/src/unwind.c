@@ -1357,18 +1357,17 @@ static inline void shadow_release(shadow_state *K) {
     K->busy = 0;
 }
 
-/* hg_unwind, and hg_unwind_memo when user != NULL: then a memo hit leaves
- * pcs alone and points *frames at the entry's copy (the caller may not need
- * them: its ref is in the entry too). memo_tried: the caller looked the
- * start up in the memo already and found no entry that holds. */
-static inline __attribute__((always_inline))
-int unwind_walk(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated, uint64_t **user,
-                const uintptr_t **frames, const bool memo_tried) {
+/* hg_unwind_memo past its memo look-up (none of the thread's entries
+ * holds, or it could not look): the walk, into pcs. When the walk leaves a
+ * new memo entry, *user points at its words as for a hit. Out of line, so
+ * that a hit keeps a small frame of its own (the walk's saves and spills
+ * were half of a hit's instructions). */
+static int __attribute__((noinline))
+unwind_walk(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated, uint64_t **user,
+            const uintptr_t **frames) {
     *truncated = 0;
-    if (user != NULL) {
-        *user = NULL;
-        *frames = pcs;
-    }
+    *user = NULL;
+    *frames = pcs;
     if (max <= 0 || st->pc == 0) return 0;
     if (max > HG_UNWIND_MAX_FRAMES) max = HG_UNWIND_MAX_FRAMES;
 
@@ -1394,18 +1393,6 @@ int unwind_walk(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncat
     if (hg_likely(K != NULL && !K->busy) && !atomic_load_explicit(&hg_shadow_off, memory_order_relaxed)) {
         K->busy = 1;
         atomic_signal_fence(memory_order_seq_cst);
-        const int w = memo_tried ? -1 : memo_way(K, st->pc, st->cfa);   /* (none when off) */
-        if (w >= 0) {
-            n = memo_find(K, &K->memo[w], st, max, epoch, hi);
-            if (n != 0) {
-                memo = &K->memo[w];
-                if (user != NULL)
-                    *frames = memo->val;
-                else
-                    memcpy(pcs, memo->val, (size_t)n * sizeof *pcs);
-                goto out;
-            }
-        }
         if (K->n != 0 && K->epoch == epoch && K->hi == hi) j = (int)K->n - 1;
     } else {
         K = NULL;
@@ -1484,7 +1471,7 @@ int unwind_walk(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncat
         n = walk_slow(c, tag, w, pcs, n + 1, max, truncated);
     }
 out:
-    if (user != NULL && memo != NULL) {
+    if (memo != NULL) {
         *user = memo->user;     /* busy until hg_unwind_memo_done */
         return n;
     }
@@ -1492,19 +1479,8 @@ out:
     return n;
 }
 
-int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated) {
-    return unwind_walk(st, pcs, max, truncated, NULL, NULL, false);
-}
-
-/* hg_unwind_memo past its memo hit: the walk, out of line, so that the hit
- * path keeps a frame of its own (the walk's saves and spills were half of
- * a hit's instructions). */
-static int __attribute__((noinline))
-walk_after_memo(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated, uint64_t **user,
-                const uintptr_t **frames, bool memo_tried) {
-    return unwind_walk(st, pcs, max, truncated, user, frames, memo_tried);
-}
-
+/* The one look-up of the memo: a hit answers here, in a small frame,
+ * anything else is unwind_walk's. */
 int hg_unwind_memo(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated, uint64_t **user,
                    const uintptr_t **frames) {
     shadow_state *K = hg_shadow;
@@ -1528,9 +1504,21 @@ int hg_unwind_memo(const hg_unwind_start *st, uintptr_t *pcs, int max, int *trun
             }
         }
         shadow_release(K);
-        return walk_after_memo(st, pcs, max, truncated, user, frames, true);
     }
-    return walk_after_memo(st, pcs, max, truncated, user, frames, false);
+    return unwind_walk(st, pcs, max, truncated, user, frames);
+}
+
+/* hg_unwind_memo with the frames always in pcs and nothing held. */
+int hg_unwind(const hg_unwind_start *st, uintptr_t *pcs, int max, int *truncated) {
+    uint64_t *user;
+    const uintptr_t *frames;
+    const int n = hg_unwind_memo(st, pcs, max, truncated, &user, &frames);
+    if (user != NULL) {
+        if (frames != pcs)
+            memcpy(pcs, frames, (size_t)n * sizeof *pcs);
+        hg_unwind_memo_done();
+    }
+    return n;
 }
 
 void hg_unwind_memo_stats(unsigned long *hits, unsigned long *left) {

@@ -39,7 +39,6 @@ size_t hg_drain(const hg_segment *seg, uint64_t *tail, hg_record *out, size_t ma
 }
 
 size_t hg_drain_rescue(const hg_segment *seg, uint64_t *tail, uint64_t limit, hg_record *out, size_t max) {
-    if (limit <= *tail) return 0;
     return copy_published(seg, tail, limit, out, max, 0);
 }
 
