@@ -371,6 +371,13 @@ HG_EXPORT int dlclose(void *handle)
 
 HG_EXPORT void heapgen_mark(const char *label)
 {
+    /* For --retention-at: the return address into the program, and where it
+     * is (the frame address forces a frame record here; the address sits
+     * right above it). Taken here, not in the unlikely branch, which the
+     * compiler may move into a function of its own (heapgen_mark.cold). */
+    void **frame = __builtin_frame_address(0);
+    uintptr_t ra = (uintptr_t)__builtin_return_address(0);
+    __asm__ volatile("" : : "r"(frame), "r"(ra));
     if (!active())
         return;
     if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
@@ -383,7 +390,7 @@ HG_EXPORT void heapgen_mark(const char *label)
     uint32_t ref = hg_arena_put(HG_BLOB_STRING, label, (uint32_t)len, &nul, 1, (uint32_t)len + 1);
     hg_emit(HG_K_MARK, 0, ns, ref, 0);
     if (HG_UNLIKELY(hg_retention_at(label, len)))
-        hg_retention_scan(label, len);
+        hg_retention_scan(label, len, ra, (uintptr_t)(frame + 1));
 }
 
 HG_EXPORT int heapgen_is_tracing(void)

@@ -240,9 +240,10 @@ int  hg_modules_contain_all(const uint64_t *pcs, uint32_t n);
  * (lsansupp.c; called at exit, before the leak scan). */
 const char *hg_lsan_default_suppressions(void);
 /* state.c: --retention-at. Is `label` one of HEAPGEN_RETENTION_AT's? Then
- * hg_retention_scan asks the collector for the graph (the caller waits). */
+ * hg_retention_scan asks the collector for the graph (the caller waits); `ra`
+ * and `ra_slot`: heapgen_mark's return address into the program and where it is. */
 int hg_retention_at(const char *label, size_t len);
-void hg_retention_scan(const char *label, size_t len);
+void hg_retention_scan(const char *label, size_t len, uintptr_t ra, uintptr_t ra_slot);
 
 /* Scans now, or (nested: hg_guard > 0) marks a scan as pending. */
 void hg_modules_scan(void);

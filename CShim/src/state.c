@@ -432,18 +432,26 @@ int hg_retention_at(const char *label, size_t len)
  * hg_retention_at matched); it waits here while the collector stops every
  * thread and takes the reference graph. Nothing is judged. The label is
  * JSON-escaped into the request (control characters as \u00XX). */
-void hg_retention_scan(const char *label, size_t len)
+void hg_retention_scan(const char *label, size_t len, uintptr_t ra, uintptr_t ra_slot)
 {
     if (g_hg.hdr == NULL || g_hg.pid != getpid())
         return;
     static const char head[] = "{\"op\":\"scan\",\"judge\":false,\"sp\":\"0x";
+    static const char caller[] = "\",\"ra\":\"0x";
+    static const char slot[] = "\",\"raSlot\":\"0x";
     static const char mid[] = "\",\"retention\":\"";
-    char request[sizeof head + 16 + sizeof mid + 6 * HG_RETENTION_LABEL_MAX + 4];
+    char request[sizeof head + sizeof caller + sizeof slot + 3 * 16 + sizeof mid + 6 * HG_RETENTION_LABEL_MAX + 4];
     char response[256];
     memset(response, 0, sizeof response);
     size_t at = sizeof head - 1;
     memcpy(request, head, at);
     at += put_hex(request + at, (uintptr_t)request);
+    memcpy(request + at, caller, sizeof caller - 1);
+    at += sizeof caller - 1;
+    at += put_hex(request + at, ra);
+    memcpy(request + at, slot, sizeof slot - 1);
+    at += sizeof slot - 1;
+    at += put_hex(request + at, ra_slot);
     memcpy(request + at, mid, sizeof mid - 1);
     at += sizeof mid - 1;
     for (size_t k = 0; k < len && k < HG_RETENTION_LABEL_MAX; k++) {

@@ -37,6 +37,8 @@ typedef struct scan_state {
     uint64_t pc;                /* stack: code address of the frame being scanned */
     const uint64_t *code;       /* executable mappings as [start, end) pairs, ascending */
     size_t code_count;
+    uint64_t caller_slot;       /* stack: the requester's return address into the program is
+                                   here; the shim's frames below it are that caller's (0: none) */
 } scan_state;
 
 /* One root mapping; `allocator` marks libc's writable data (its malloc state). */
@@ -148,8 +150,13 @@ static void scan_words(scan_state *s, const uint64_t *words, size_t count, uint6
     for (size_t k = 0; k < count; k++) {
         uint64_t p = words[k];
         /* Stack heuristic: the words above a return address belong to the frame
-         * of the function it returns into (the caller of the frame below). */
-        if (s->stack && s->g != NULL && is_code(s, p)) s->pc = p;
+         * of the function it returns into (the caller of the frame below). Not
+         * in the requester's shim frames: the registers they saved are its
+         * caller's, and the stale code addresses in them name nothing. */
+        if (s->stack && s->g != NULL) {
+            if (s->caller_slot != 0 && base + 8 * k >= s->caller_slot) s->caller_slot = 0;
+            if (s->caller_slot == 0 && is_code(s, p)) s->pc = p;
+        }
         if (p < s->lo || p >= s->hi) continue;
         size_t i = find_block(s, p);
         if (i == (size_t)-1) continue;
@@ -275,7 +282,7 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
                  uint64_t requester_sp, hg_scan_result *result)
 {
     return hg_leak_scan_graph(pid, addrs, sizes, n, marked, owners, max_bytes, max_ns,
-                              requester_sp, result, NULL);
+                              requester_sp, NULL, result, NULL);
 }
 
 void hg_graph_free(hg_graph *graph)
@@ -309,7 +316,8 @@ static int add_code(uint64_t **code, size_t *count, size_t *cap, uint64_t start,
 
 int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t n,
                        uint8_t *marked, uint64_t *owners, uint64_t max_bytes, uint64_t max_ns,
-                       uint64_t requester_sp, hg_scan_result *result, hg_graph *graph)
+                       uint64_t requester_sp, const hg_scan_caller *caller, hg_scan_result *result,
+                       hg_graph *graph)
 {
     memset(result, 0, sizeof *result);
     uint64_t t0 = hg_clock_ns();
@@ -500,6 +508,13 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
         s.region = (uint32_t)k;
         s.stack = regions[k].kind == HG_ROOT_STACK;
         s.pc = regions[k].pc;       /* slots below the first return address: the thread's RIP */
+        s.caller_slot = 0;
+        if (s.stack && caller != NULL && caller->pc != 0 && caller->slot >= regions[k].start
+            && caller->slot < regions[k].end && requester_sp >= regions[k].start
+            && requester_sp < regions[k].end) {
+            s.caller_slot = caller->slot;
+            s.pc = caller->pc;
+        }
         rc = scan_range(&s, regions[k].start, regions[k].end);
         s.starts_only = 0;
         s.stack = 0;

@@ -167,8 +167,12 @@ final class ControlChannel {
     /// Stops the program's threads and takes the reference graph (and the reachability marks)
     /// of `tracker`'s live blocks: the one capture path of `scan` and `retention`. Writes nothing
     /// to the trace; fails (with the diagnostic on standard error) rather than give a partial graph.
-    private func capture(_ seg: Segment, tracker: LiveTracker, requesterSP: UInt64, judge: Bool,
+    private func capture(_ seg: Segment, tracker: LiveTracker, request: ControlRequest, judge: Bool,
                          trigger: ReferenceGraphRecord.Trigger) -> Result<Capture, ControlProtocolError> {
+        // The requester's stack pointer bounds its stack when the threads cannot be stopped;
+        // `ra`/`raSlot` (sent by heapgen_mark) say where that stack leaves the shim.
+        let requesterSP = request.address("sp") ?? 0
+        var caller = hg_scan_caller(pc: request.address("ra") ?? 0, slot: request.address("raSlot") ?? 0)
         var blocks: [LiveTracker.Entry] = []
         blocks.reserveCapacity(tracker.count)
         tracker.forEachBlock { blocks.append($0) }
@@ -181,7 +185,7 @@ final class ControlChannel {
         var graph = hg_graph()
         graph.max_edges = Self.graphMaxEdges
         _ = hg_leak_scan_graph(seg.pid, addresses, sizes, blocks.count, &marked, &owners, Self.scanMaxBytes,
-                               Self.scanMaxNanoseconds, requesterSP, &result, &graph)
+                               Self.scanMaxNanoseconds, requesterSP, &caller, &result, &graph)
         defer { hg_graph_free(&graph) }
         if result.ptrace_error != 0 && result.error == 0 && result.aborted == 0 {
             printDiagnostic("note: the leak scan could not stop the threads of process \(seg.pid) (\(errorString(result.ptrace_error)): another tracer, or a ptrace restriction such as /proc/sys/kernel/yama/ptrace_scope): their registers were not read and whole stacks of other threads counted as roots, so a leak may be missed")
@@ -220,8 +224,6 @@ final class ControlChannel {
         case .success(let t): tracker = t
         case .failure(let e): return .failure(e)
         }
-        // The requester's stack pointer bounds its stack when the threads cannot be stopped.
-        let requesterSP = request.address("sp") ?? 0
         // Every scan takes the reference graph too; `"judge":false` (--retention alone,
         // --retention-at) writes only the graph, no verdict on leaks.
         let judge = request.fields["judge"] != .bool(false)
@@ -230,7 +232,7 @@ final class ControlChannel {
         else if request.fields["exit"] == .bool(true) { trigger = .exit }
         else { trigger = .request }
         let captured: Capture
-        switch capture(seg, tracker: tracker, requesterSP: requesterSP, judge: judge, trigger: trigger) {
+        switch capture(seg, tracker: tracker, request: request, judge: judge, trigger: trigger) {
         case .success(let c): captured = c
         case .failure(let e): return .failure(e)
         }
@@ -392,7 +394,7 @@ final class ControlChannel {
         }
         guard let responder else { return .failure(.unanswerable("retention")) }
         let captured: Capture
-        switch capture(seg, tracker: tracker, requesterSP: request.address("sp") ?? 0, judge: false, trigger: .request) {
+        switch capture(seg, tracker: tracker, request: request, judge: false, trigger: .request) {
         case .success(let c): captured = c
         case .failure(let e): return .failure(e)
         }

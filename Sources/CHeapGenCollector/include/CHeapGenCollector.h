@@ -392,15 +392,29 @@ typedef struct hg_graph {
                                 then nothing is kept (never a partial graph)     */
 } hg_graph;
 
+/* Where the requester's stack leaves heapgen's shim: the return address into
+ * the program of the shim's entry (heapgen_mark) and the stack slot holding
+ * it. The shim's frames below that slot are named after that caller: the
+ * registers they saved there are the program's, and the stale code addresses
+ * in them would name a wrong frame. */
+typedef struct hg_scan_caller {
+    uint64_t pc, slot;
+} hg_scan_caller;
+
 /* hg_leak_scan, also building the reference graph into `graph` (NULL: none):
  * every 8-aligned word of every live block (reached or not: each is read once)
  * pointing into a live block is an edge (interior pointers count; one edge per
  * (source, target), at the lowest offset), every root word pointing into a
- * block a root edge (libc's data: block starts only, as the scan). Free with
- * hg_graph_free. */
+ * block a root edge (libc's data: block starts only, as the scan). A stack
+ * slot's root edge names the frame it is in (`pc`): the function of the
+ * nearest code address below it (a return address, as a rule), the thread's
+ * RIP below the first. On the requester's stack, the slots below
+ * `caller->slot` (NULL: unknown) are the shim's frames and are named after
+ * `caller->pc`. Free with hg_graph_free. */
 int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t n,
                        uint8_t *marked, uint64_t *owners, uint64_t max_bytes, uint64_t max_ns,
-                       uint64_t requester_sp, hg_scan_result *result, hg_graph *graph);
+                       uint64_t requester_sp, const hg_scan_caller *caller, hg_scan_result *result,
+                       hg_graph *graph);
 void hg_graph_free(hg_graph *graph);
 
 /* One stored property of a Swift class (hg_swift_class_fields). */

@@ -68,12 +68,46 @@ final class RetentionReportTests: XCTestCase {
         }
         let path = session.json["retention"] as? [[String: Any]] ?? []
         let root = path.first?["name"] as? String ?? ""
-        // The function is the capture's guess from the nearest return address (the fixture is
-        // built with -O: a stale code address in the frame can name open_buffer instead).
-        XCTAssertTrue(root.hasPrefix("thread ") && root.contains("'s stack in "), "\(path)")
-        XCTAssertTrue(root.hasSuffix("serve_locally") || root.contains("open_buffer"), "\(path)")
+        // The newest session is also in a register heapgen_mark saved in its frame, which comes
+        // first on the stack: that slot is serve_locally's too (a stale code address in the
+        // shim's frame named open_buffer before heapgen_mark sent where its caller's frame is).
+        XCTAssertTrue(root.hasPrefix("thread ") && root.hasSuffix("'s stack in serve_locally"), "\(path)")
         XCTAssertEqual(jsonInt(session.json["retainedBytes"]), 8 * (24 + 200), "\(session.json)")
     }
+
+    #if arch(x86_64)
+    /// registry.c `registers`: the newest session is only in callee-saved registers while
+    /// heapgen_mark runs (mark_holding, in assembly), so its only stack copies are the ones
+    /// heapgen_mark's frames saved. Those slots are named after the program's caller,
+    /// never after heapgen's functions.
+    func testSlotsInTheShimsFramesAreTheCallers() throws {
+        let fixture = try ReportFixture.c("registry.c")
+        let run = try HeapGenCLI.runJSON(fixture, ["registers"], flags: ["--retention-at", "request"])
+        XCTAssertTrue(run.result.stdoutText.hasPrefix("registers 0x"), run.result.transcript)
+        guard let session = run.report.findings.first(where: { ($0.userFrame?.function ?? "") == "serve_in_registers" }) else {
+            return XCTFail("sessions of serve_in_registers:\n\(run.report)")
+        }
+        let path = session.json["retention"] as? [[String: Any]] ?? []
+        let root = path.first?["name"] as? String ?? ""
+        XCTAssertEqual(path.first?["kind"] as? String, "root", "\(path)")
+        // A register root if the thread's registers still hold it, else a saved copy on the stack.
+        if root.contains("'s stack in ") {
+            XCTAssertTrue(root.hasSuffix("'s stack in mark_holding"), "\(path)")
+        } else {
+            XCTAssertTrue(root.contains("'s register "), "\(path)")
+        }
+        for finding in run.report.findings {
+            for step in finding.json["retention"] as? [[String: Any]] ?? [] {
+                let name = step["name"] as? String ?? ""
+                XCTAssertFalse(name.contains("heapgen_") || name.contains(" hg_"), "heapgen's own frame named: \(name)")
+            }
+        }
+        // The 8 sessions and their buffers, but for the newest buffer when the caller's frame
+        // also holds it (a root of its own).
+        XCTAssertTrue([8 * 24 + 7 * 200, 8 * (24 + 200)].contains(jsonInt(session.json["retainedBytes"]) ?? 0),
+                      "\(session.json)")
+    }
+    #endif
 
     /// Without --retention nothing of this appears.
     func testNoGraphNoRetentionFields() throws {
