@@ -90,8 +90,11 @@ HG_EXPORT long heapgen_control(const char *request, char *response, size_t capac
     size_t len = strnlen(request, HG_CONTROL_REQUEST_BYTES + 1);
     if (len > HG_CONTROL_REQUEST_BYTES)
         return -E2BIG;
+    /* Not a cancellation point: one cancelled while waiting would keep the lock. */
+    int cancel = hg_cancel_off();
     pthread_mutex_lock(&control_lock);
     long r = control_locked(request, len, response, capacity);
     pthread_mutex_unlock(&control_lock);
+    hg_cancel_restore(cancel);
     return r;
 }

@@ -34,6 +34,7 @@ int hg_holds_slot(void)
 void hg_collector_wait_begin(hg_collector_wait *w, unsigned yields)
 {
     w->saved_errno = errno;
+    w->cancel_state = hg_cancel_off();
     w->start = w->last_check = hg_clock_ns();
     w->yields = yields;
     __atomic_fetch_add(&g_hg.hdr->wait_count, 1, __ATOMIC_RELAXED);
@@ -61,6 +62,7 @@ int hg_collector_wait_pause(hg_collector_wait *w, uint64_t *elapsed)
 void hg_collector_wait_end(hg_collector_wait *w)
 {
     __atomic_fetch_add(&g_hg.hdr->wait_ns, hg_clock_ns() - w->start, __ATOMIC_RELAXED);
+    hg_cancel_restore(w->cancel_state);
     errno = w->saved_errno;
 }
 

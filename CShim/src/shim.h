@@ -5,6 +5,7 @@
 #ifndef HEAPGEN_SHIM_H
 #define HEAPGEN_SHIM_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -98,6 +99,25 @@ static inline int hg_ready(void)
     return 1;
 }
 
+/* The shim's waits and its few system calls (nanosleep, poll, connect,
+ * sendmsg, close) are cancellation points; what it wraps (malloc, free,
+ * fork, ...) is not. A thread cancelled in there would lose the block it
+ * just allocated, or never free the one it frees. So those stretches run
+ * with cancellation disabled; a pending cancel acts at the program's next
+ * cancellation point, as without heapgen. (Setting the state is a
+ * compare-and-swap on the thread's own word: fine in a signal handler.) */
+static inline int hg_cancel_off(void)
+{
+    int old = PTHREAD_CANCEL_ENABLE;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    return old;
+}
+static inline void hg_cancel_restore(int old)
+{
+    if (old != PTHREAD_CANCEL_DISABLE)
+        pthread_setcancelstate(old, NULL);
+}
+
 /* transport.c */
 int   hg_transport_configure(void);
 pid_t hg_transport_collector_pid(void);
@@ -126,6 +146,7 @@ typedef struct hg_collector_wait {
     uint64_t start, last_check;
     unsigned yields;            /* sched_yield this many times, then sleep 50 us a time */
     int saved_errno;
+    int cancel_state;           /* hg_cancel_off's, restored at the end */
 } hg_collector_wait;
 void hg_collector_wait_begin(hg_collector_wait *w, unsigned yields);
 /* One pause; 0 when the collector is gone (seen at most every 20 ms).

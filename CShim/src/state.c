@@ -210,6 +210,7 @@ fail:
 static void fork_prepare(void)
 {
     hg_fork_id = 0;
+    int cancel = hg_cancel_off();
     if (g_hg_phase == 2 && hg_env_follow_fork() && hg_guard == 0 && !g_hg.hdr->detached) {
         /* The live heap the child inherits is the parent's at this record. */
         if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
@@ -222,6 +223,7 @@ static void fork_prepare(void)
             fork_conn.fd = -1;
         hg_guard--;
     }
+    hg_cancel_restore(cancel);
     hg_modules_fork_prepare();
 }
 
@@ -239,6 +241,7 @@ static void fork_parent(void)
  * connection made for us, or none. */
 static void become_child(hg_owned_fd *conn)
 {
+    int cancel = hg_cancel_off();
     hg_guard++;
     hg_modules_fork_child();
     hg_control_fork_child();
@@ -269,6 +272,7 @@ static void become_child(hg_owned_fd *conn)
     }
     __atomic_store_n(&g_hg_phase, phase, __ATOMIC_RELEASE);
     hg_guard--;
+    hg_cancel_restore(cancel);
 }
 
 static void fork_child(void)
@@ -397,7 +401,9 @@ static void hg_leak_scan_at_exit(void *unused)
     size_t at = sizeof head - 1;
     for (int shift = 60; shift >= 0; shift -= 4)
         request[at++] = "0123456789abcdef"[(sp >> shift) & 15];
+    int cancel = hg_cancel_off();   /* it opens and reads the executable */
     uintptr_t text = cfg_leak_scan ? (uintptr_t)hg_lsan_default_suppressions() : 0;
+    hg_cancel_restore(cancel);
     if (text != 0) {
         memcpy(request + at, lsan, sizeof lsan - 1);
         at += sizeof lsan - 1;

@@ -42,8 +42,11 @@ int hg_fd_owned(const hg_owned_fd *o)
 
 void hg_fd_release(hg_owned_fd *o)
 {
-    if (hg_fd_owned(o))
+    if (hg_fd_owned(o)) {
+        int cancel = hg_cancel_off();   /* close is a cancellation point */
         close(o->fd);
+        hg_cancel_restore(cancel);
+    }
     o->fd = -1;
 }
 
@@ -131,7 +134,10 @@ static int connect_verified(hg_owned_fd *out)
 
 int hg_connect(hg_owned_fd *out)
 {
-    return connect_verified(out) == 1;
+    int cancel = hg_cancel_off();       /* connect and close are cancellation points */
+    int r = connect_verified(out);
+    hg_cancel_restore(cancel);
+    return r == 1;
 }
 
 int hg_send_hello(const hg_owned_fd *conn, int memfd, const hg_hello *hello)
@@ -152,12 +158,16 @@ int hg_send_hello(const hg_owned_fd *conn, int memfd, const hg_hello *hello)
     c->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(c), &memfd, sizeof(int));
     ssize_t r;
+    int cancel = hg_cancel_off();
     do {
         r = sendmsg(conn->fd, &msg, MSG_NOSIGNAL);
     } while (r < 0 && errno == EINTR);
+    hg_cancel_restore(cancel);
     return r == (ssize_t)sizeof *hello;
 }
 
+/* Called in waits, which have cancellation off (poll and connect are
+ * cancellation points). */
 int hg_collector_alive(void)
 {
     /* The collector keeps its end of our connection open while it traces
