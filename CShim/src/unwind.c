@@ -36,6 +36,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -79,6 +80,27 @@ static const hg_rule rule_nofde = { 16, -16, RF_CFA_RBP | RF_RBP_SAVED | RF_NOFD
 /* Not in any object: the same guess, but walk_slow decides what to trust. */
 static const hg_rule rule_noobj = { 16, -16, RF_CFA_RBP | RF_RBP_SAVED | RF_NOFDE | RF_NOOBJ, 0 };
 static const hg_rule rule_signal = { 0, 0, RF_SIGNAL, 0 };
+static const hg_rule rule_end = { 0, 0, RF_END, 0 };
+
+/* A makecontext() coroutine's function returns into glibc's __start_context
+ * (a local symbol): its frame holds that address as the return address,
+ * though no call put it there, so pc-1 lies before that function's CFI and
+ * the walk would be cut there. It is the context's outermost frame. Learnt
+ * from makecontext itself, which writes it on the new context's stack. */
+static uintptr_t start_context_ra;
+
+static void learn_start_context(void) {
+    static uint64_t stack[64];
+    ucontext_t uc;
+    if (getcontext(&uc) != 0) return;
+    uc.uc_stack.ss_sp = stack;
+    uc.uc_stack.ss_size = sizeof stack;
+    uc.uc_link = NULL;
+    makecontext(&uc, (void (*)(void))abort, 0);
+    const uintptr_t sp = (uintptr_t)uc.uc_mcontext.gregs[REG_RSP];
+    if (sp >= (uintptr_t)stack && sp + 8 <= (uintptr_t)stack + sizeof stack && (sp & 7) == 0)
+        start_context_ra = *(const uintptr_t *)sp;
+}
 
 /* ------------------------------------------------------------------------
  * Rule cache: open addressing, bounded linear probing, lock-free.
@@ -629,6 +651,7 @@ static hg_rule rule_from_state(cfa_state *s, uintptr_t ip) {
 
 /* Compute the rule for return address `pc` (i.e. for the call at pc-1). */
 static hg_rule rule_compute(uintptr_t pc) {
+    if (pc == start_context_ra && pc != 0) return rule_end;
     const uintptr_t ip = pc - 1;
     struct dl_find_object dlfo;
     /* Not in any object (JIT code?) or in one without .eh_frame_hdr: no CFI. */
@@ -686,6 +709,7 @@ int hg_unwind_init(void) {
         if (cap > ((uintptr_t)1 << 30)) cap = (uintptr_t)1 << 30;
         if (cap >= 65536) hg_stack_cap = cap;
     }
+    learn_start_context();
     void *m = mmap(NULL, CACHE_SIZE * sizeof(cache_entry), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return -1;

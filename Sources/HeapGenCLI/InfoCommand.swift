@@ -89,7 +89,7 @@ enum SummaryTable {
         rows.append(("peak", "\(HumanUnits.bytes(s.peakLiveBytes)) at event \(HumanUnits.count(s.peakEventPosition))"))
         rows.append(("stacks", HumanUnits.count(UInt64(s.stackCount))))
         if s.truncatedStackCount > 0 {
-            rows.append(("  truncated", "\(HumanUnits.count(UInt64(s.truncatedStackCount))) (cut at the frame limit; HEAPGEN_MAX_FRAMES raises it)"))
+            rows.append(("  truncated", "\(HumanUnits.count(UInt64(s.truncatedStackCount))) (cut at the frame limit, which HEAPGEN_MAX_FRAMES raises, or where unwinding stopped)"))
         }
         if s.end.stacksLost > 0 {
             rows.append(("stacks lost", "warning: " + StackCompleteness.lostWarning(s.end.stacksLost)))

@@ -39,6 +39,47 @@ final class StackTests: XCTestCase {
         }
     }
 
+    /// coroutines.c: allocations inside makecontext coroutines, on a malloc'd and an mmap'd
+    /// stack. Each stack runs leaf first through descend() to the coroutine's function and
+    /// ends with glibc's __start_context, whole: the return address makecontext planted there
+    /// follows no call, and the walk was cut at it (every coroutine stack counted as cut
+    /// short and truncated).
+    func testCoroutineStacksEndAtTheirContextsStart() throws {
+        let exe = try Fixture.build("coroutines.c", flags: ["-fomit-frame-pointer"])
+        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet"])
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdoutText, "2000\n")
+        var stacks: [UInt32: [UInt64]] = [:]
+        var modules: [ModuleRecord] = []
+        var bySize: [UInt64: Set<UInt32>] = [:]
+        var count = 0
+        for r in try HeapGenCLI.records(rec.trace) {
+            switch r {
+            case let .stack(id, frames): stacks[id] = frames
+            case let .moduleLoad(m): modules.append(m)
+            case let .allocation(.malloc, _, size, stack, _) where (1000..<1004).contains(size):
+                bySize[size, default: []].insert(stack)
+                count += 1
+            default: break
+            }
+        }
+        XCTAssertEqual(count, 2000, "every coroutine allocation")
+        for (size, ids) in bySize.sorted(by: { $0.key < $1.key }) {
+            XCTAssertEqual(ids.count, 1, "one stack for coroutine \(size - 1000)")
+            let frames = try XCTUnwrap(stacks[try XCTUnwrap(ids.first)])
+            let names = try LLVMSymbolizer.functionNames(frames: frames, modules: modules)
+            let depth = Int(size - 1000) + 1
+            // The last one is __start_context's first byte: looked up as a return address (its
+            // byte before), it names no function.
+            XCTAssertEqual(Array(names.dropLast()), Array(repeating: "descend", count: depth) + ["coroutine"],
+                           "frames: \(frames.map { String($0, radix: 16) }) → \(names)")
+            XCTAssertEqual(frames.count, depth + 2, "\(names)")
+        }
+        let s = try HeapGenCLI.summary(rec.trace)
+        XCTAssertEqual(s.uint("truncatedStackCount"), 0, "\(s)")
+        XCTAssertEqual(s.uint("end.unwindFallbacks"), 0, "stacks cut short\n\(s)")
+    }
+
     /// scripts/check-unwind: the fast unwinder against libunwind at many call sites.
     func testUnwinderChecker() throws {
         let script = TestPaths.repoRoot + "/scripts/check-unwind"
