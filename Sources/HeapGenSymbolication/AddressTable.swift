@@ -28,6 +28,8 @@ public struct AddressTable {
         var address: UInt64
         var module: ModuleRecord?
         var request: Int?
+        /// In heapgen's shim (libHeapGenShim.so).
+        var inShim = false
     }
 
     private let timeline: ModuleTimeline
@@ -66,6 +68,10 @@ public struct AddressTable {
     /// The entries of `addresses` (innermost first, as recorded), their modules looked up at
     /// trace `position`. Positions must not decrease from one call to the next: the module
     /// timeline is replayed once, forward.
+    ///
+    /// A signal handler that interrupted heapgen's shim has the shim's frames in its stack,
+    /// where the program, without heapgen, would have been inside its allocator: of each run
+    /// of them only the outermost is kept, the function the program called (`malloc`, `free`…).
     public mutating func add(_ addresses: [UInt64], at position: UInt64) -> [UInt32] {
         precondition(position >= lastPosition, "AddressTable takes stacks in trace order")
         lastPosition = position
@@ -86,6 +92,11 @@ public struct AddressTable {
                 out.append(i)
             }
         }
+        if out.count > 1 && out.dropLast().contains(where: { entries[Int($0)].inShim }) {
+            out = out.indices.filter { k in
+                !(entries[Int(out[k])].inShim && k + 1 < out.count && entries[Int(out[k + 1])].inShim)
+            }.map { out[$0] }
+        }
         return out
     }
 
@@ -102,7 +113,8 @@ public struct AddressTable {
         if let i = indexOfKey[key] { return i }
         let i = UInt32(entries.count)
         indexOfKey[key] = i
-        entries.append(Entry(address: address, module: record, request: requests.count))
+        entries.append(Entry(address: address, module: record, request: requests.count,
+                             inShim: OwnCode.baseName(record.path) == "libHeapGenShim.so"))
         requests.append(SymbolizationRequest(module: key.module, address: address, isReturnAddress: true))
         return i
     }

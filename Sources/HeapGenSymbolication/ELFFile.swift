@@ -15,6 +15,9 @@ struct ELFFile: Sendable, Equatable {
         var vaddr: UInt64
         var memsz: UInt64
         var flags: UInt32
+        /// Where its first `filesz` bytes are in the file.
+        var offset: UInt64 = 0
+        var filesz: UInt64 = 0
         func contains(_ address: UInt64) -> Bool {
             address >= vaddr && address - vaddr < memsz
         }
@@ -41,6 +44,18 @@ struct ELFFile: Sendable, Equatable {
     static let ntGNUBuildID: UInt32 = 3
     static let maxNoteBytes = 1 << 20
     static let maxHeaderTable = 4 << 20
+
+    /// `count` bytes of the file's image at `vaddr` (from a PT_LOAD segment's file part), or
+    /// nil: a code look-up, for the few addresses no symbol names.
+    static func bytes(path: String, vaddr: UInt64, count: Int) -> [UInt8]? {
+        guard case .success(let elf) = read(path: path),
+              let seg = elf.loads.first(where: { vaddr >= $0.vaddr && vaddr - $0.vaddr < $0.filesz }),
+              vaddr - seg.vaddr + UInt64(count) <= seg.filesz else { return nil }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 { return nil }
+        defer { close(fd) }
+        return try? Reader(fd: fd).bytes(at: seg.offset + (vaddr - seg.vaddr), count: count)
+    }
 
     static func read(path: String) -> Result<ELFFile, Failure> {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -142,7 +157,7 @@ struct ELFFile: Sendable, Equatable {
                     flags = f.u32(table, o + 24); align = UInt64(f.u32(table, o + 28))
                 }
                 if type == ptLoad {
-                    loads.append(LoadSegment(vaddr: vaddr, memsz: memsz, flags: flags))
+                    loads.append(LoadSegment(vaddr: vaddr, memsz: memsz, flags: flags, offset: offset, filesz: filesz))
                 } else if type == ptNote, buildID == nil, filesz > 0, filesz <= UInt64(maxNoteBytes) {
                     if let notes = try? r.bytes(at: offset, count: Int(filesz)) {
                         buildID = findBuildID(notes, f, align: align)

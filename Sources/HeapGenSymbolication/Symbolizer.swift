@@ -108,10 +108,60 @@ public final class Symbolizer: @unchecked Sendable {
 
     /// Symbolizes a batch: one answer per request, in order (its frames innermost inlined
     /// frame first, never empty).
+    ///
+    /// A return address whose byte before is in no function is looked up at its own byte:
+    /// makecontext and the kernel's signal delivery plant the first byte of a function
+    /// (`__start_context`, `__restore_rt`) where no call put it.
     public func symbolize(_ requests: [SymbolizationRequest]) -> [SymbolizationResult] {
         lock.lock()
         defer { lock.unlock() }
+        var out = lookUp(requests)
+        let retry = requests.indices.filter { requests[$0].isReturnAddress && out[$0].frames.last?.function == nil }
+        if !retry.isEmpty {
+            let exact = retry.map { i -> SymbolizationRequest in
+                var r = requests[i]
+                r.isReturnAddress = false
+                return r
+            }
+            for (i, answer) in zip(retry, lookUp(exact)) where answer.frames.last?.function != nil {
+                out[i] = answer
+            }
+            for i in retry where out[i].frames.last?.function == nil && isSignalReturn(requests[i]) {
+                var frame = out[i].frames[out[i].frames.count - 1]
+                frame.function = Self.signalFrameName
+                frame.shortFunction = Self.signalFrameName
+                out[i].frames = [frame]
+            }
+        }
+        return out
+    }
 
+    /// The kernel's return into a signal handler's interrupted code (libc's unnamed
+    /// `__restore_rt`), named as gdb and lldb name it.
+    public static let signalFrameName = "<signal handler called>"
+
+    /// Whether the code at `request`'s address is the rt_sigreturn system call: x86-64
+    /// `mov $15, %rax; syscall`, AArch64 `mov x8, #139; svc #0`.
+    private func isSignalReturn(_ request: SymbolizationRequest) -> Bool {
+        let key = CodeKey(path: request.module.path, offset: request.moduleOffset)
+        if let known = signalReturns[key] { return known }
+        let code = ELFFile.bytes(path: request.module.path, vaddr: request.moduleOffset, count: 9) ?? []
+        let x86: [UInt8] = [0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05]
+        let arm: [UInt8] = [0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4]
+        let yes = code == x86 || code.prefix(8).elementsEqual(arm)
+        signalReturns[key] = yes
+        return yes
+    }
+
+    private struct CodeKey: Hashable {
+        var path: String
+        var offset: UInt64
+    }
+    /// isSignalReturn's answers (a handful of addresses per program).
+    private var signalReturns: [CodeKey: Bool] = [:]
+
+    /// `symbolize`'s look-up, with the lock held.
+    private func lookUp(_ requests: [SymbolizationRequest]) -> [SymbolizationResult] {
         // 1. Which file each request can be symbolized from, and its cache key. Requests of
         //    one module usually come in runs: remember the last module's answer.
         var keys: [CacheKey?] = []

@@ -38,8 +38,11 @@ final class CSymbolicationTests: XCTestCase {
         }
     }
 
-    /// An exact address resolves to its function; the same address taken as a return address is
-    /// looked up one byte earlier (the previous function) but still reported as given.
+    /// An exact address resolves to its function; a return address is looked up one byte
+    /// earlier but still reported as given: the one just past make_buffer's end is make_buffer.
+    /// A return address whose byte before is in no function (padding) is named by its own
+    /// byte: such a one was planted (makecontext's __start_context, signal delivery's
+    /// __restore_rt), not pushed by a call.
     func testReturnAddressSemantics() throws {
         let exe = try fx.cProgram()
         let m = module(exe)
@@ -50,10 +53,19 @@ final class CSymbolicationTests: XCTestCase {
         XCTAssertTrue(fx.functionLines("inline.c", "void *make_buffer").contains(exact.frames.last?.line ?? -1))
         XCTAssertEqual(exact.moduleOffset, fn.address + 1)
 
-        let asReturn = s.symbolize([(module: m, address: fn.address)])[0]
-        XCTAssertNotEqual(asReturn.frames.last?.function, "make_buffer")
-        XCTAssertEqual(asReturn.frames.last?.address, fn.address)
-        XCTAssertEqual(asReturn.moduleOffset, fn.address)
+        let pastEnd = s.symbolize([(module: m, address: fn.address + fn.size)])[0]
+        XCTAssertEqual(pastEnd.frames.last?.function, "make_buffer")
+        XCTAssertEqual(pastEnd.frames.last?.address, fn.address + fn.size)
+        XCTAssertEqual(pastEnd.moduleOffset, fn.address + fn.size)
+
+        let before = s.symbolize(SymbolizationRequest(module: m, address: fn.address - 1, isReturnAddress: false))
+        let atStart = s.symbolize([(module: m, address: fn.address)])[0]
+        XCTAssertEqual(atStart.frames.last?.address, fn.address)
+        if before.frames.last?.function == nil {
+            XCTAssertEqual(atStart.frames.last?.function, "make_buffer", "padding before it: its own byte")
+        } else {
+            XCTAssertEqual(atStart.frames.last?.function, before.frames.last?.function, "the function before it")
+        }
     }
 
     /// A shared library as if loaded at 0x7f12_3456_0000: runtime address = nm value + bias.

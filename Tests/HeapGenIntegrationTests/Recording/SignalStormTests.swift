@@ -162,3 +162,49 @@ final class SignalStormTests: XCTestCase {
                        "recorded \(stormAllocs) allocations + \(frees) frees, lost \(s.lostEvents)")
     }
 }
+
+final class AlternateSignalStackTests: XCTestCase {
+    /// altstack.c: a SIGALRM handler on a sigaltstack allocates 3,000 times while main
+    /// allocates. Every handler allocation is in the trace with a stack that runs from
+    /// in_handler through the signal frame, named `<signal handler called>` as gdb names it
+    /// (libc's __restore_rt has no symbol: it was `libc.so.6+0x…`), to main; where the signal
+    /// interrupted the shim, only the function main called (malloc, free) shows of it.
+    func testHandlerStacksOnTheAlternateStackRunThroughTheSignalFrame() throws {
+        let exe = try Fixture.build("altstack.c")
+        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet"], environment: ["LD_BIND_NOW": "1"])
+        XCTAssertStatus(rec.result, 0)
+        // At least 3,000: the timer may fire again before main turns it off.
+        let hits = try XCTUnwrap(Int(rec.result.stdoutText.dropLast()), rec.result.transcript)
+        XCTAssertGreaterThanOrEqual(hits, 3000)
+        var handlerAllocations = 0
+        for r in try HeapGenCLI.records(rec.trace) {
+            if case .allocation(_, _, 4321, _, _) = r { handlerAllocations += 1 }
+        }
+        XCTAssertEqual(handlerAllocations, hits)
+        let s = try HeapGenCLI.summary(rec.trace)
+        XCTAssertEqual(s.lostEvents, 0, "\(s)")
+        XCTAssertEqual(s.uint("truncatedStackCount"), 0, "\(s)")
+
+        // The 8 blocks of the ring are live at the end: heapgen's own symbolication of them.
+        let export = try runProcess(try TestPaths.heapgen(), ["export", rec.trace, "--format", "collapsed"], timeout: 120)
+        XCTAssertStatus(export, 0)
+        let handler = export.stdoutText.split(separator: "\n").filter { $0.contains("in_handler") }
+        XCTAssertFalse(handler.isEmpty, export.stdoutText)
+        for line in handler {
+            let frames = line.split(separator: " ").dropLast().joined(separator: " ").split(separator: ";").map(String.init)
+            XCTAssertTrue(frames.contains("main"), line.description)
+            guard let signal = frames.firstIndex(of: "<signal handler called>") else {
+                XCTFail("no signal frame in \(line)")
+                continue
+            }
+            let handlerFrames = Array(frames[(signal + 1)...])
+            XCTAssertEqual(handlerFrames.count, 2, line.description)
+            XCTAssertEqual(handlerFrames.first, "on_alarm", line.description)
+            XCTAssertTrue(handlerFrames.last?.hasPrefix("in_handler") ?? false, line.description)
+            XCTAssertFalse(frames.contains { $0.hasPrefix("libc.so.6+") }, line.description)
+            // Interrupted in main's malloc or free: the shim's inner frames are not shown.
+            let interrupted = frames[..<signal]
+            XCTAssertFalse(interrupted.contains { $0.hasPrefix("hg_") || $0 == "record" }, line.description)
+        }
+    }
+}
