@@ -71,7 +71,8 @@ public struct AddressTable {
     ///
     /// A signal handler that interrupted heapgen's shim has the shim's frames in its stack,
     /// where the program, without heapgen, would have been inside its allocator: of each run
-    /// of them only the outermost is kept, the function the program called (`malloc`, `free`…).
+    /// of them only the outermost is kept, the function the program called (`malloc`, `free`…),
+    /// without what is inlined into it (``symbolicate(with:stored:)``).
     public mutating func add(_ addresses: [UInt64], at position: UInt64) -> [UInt32] {
         precondition(position >= lastPosition, "AddressTable takes stacks in trace order")
         lastPosition = position
@@ -149,7 +150,11 @@ public struct AddressTable {
                 return SymbolicatedAddress(address: e.address, module: nil,
                                            frames: [SymbolicatedFrame(module: nil, address: e.address)])
             }
-            return SymbolicatedAddress(address: e.address, module: e.module, frames: answers[r].frames)
+            // The shim's one frame left in a stack (``add(_:at:)``) is the function the program
+            // called: not the shim's helpers inlined into it.
+            let frames = answers[r].frames
+            return SymbolicatedAddress(address: e.address, module: e.module,
+                                       frames: e.inShim && frames.count > 1 ? [frames[frames.count - 1]] : frames)
         }
         return (addresses, notes)
     }

@@ -63,3 +63,49 @@ final class AddressTableTests: XCTestCase {
         XCTAssertEqual(notes.last, "2 frame addresses were in no recorded module (generated code?): shown without a module.")
     }
 }
+
+final class ShimFrameTests: XCTestCase {
+    let fx = Fixtures.shared
+
+    /// A signal handler's stack that interrupted heapgen's shim: of each run of shim frames
+    /// only the outermost entry stays (the function the program called); other stacks keep
+    /// every frame.
+    func testOnlyTheOutermostShimFrameOfARunStays() {
+        let shim = ModuleFixtures.library("/opt/heapgen/libHeapGenShim.so", at: 0x7200_0000)
+        let timeline = ModuleTimeline(events: [ModuleFixtures.load(ModuleFixtures.exe, at: 1), ModuleFixtures.load(shim, at: 2)])
+        var table = AddressTable(timeline: timeline)
+        let exe = ModuleFixtures.exe.loadBias, s = shim.loadBias
+        // handler, its caller, the signal return (here in the program), three shim frames, main
+        let interrupted = table.add([exe + 0x10, exe + 0x20, exe + 0x30, s + 0x100, s + 0x200, s + 0x300, exe + 0x40], at: 3)
+        let plain = table.add([exe + 0x10, exe + 0x40], at: 3)
+        let outermost = table.add([exe + 0x10, s + 0x100, s + 0x300], at: 3)
+        let (addresses, _) = table.symbolicate(with: StackSymbolication(symbolizer:
+            Symbolizer(options: .init(symbolizerPath: "/nonexistent", allowFallbacks: false))))
+        func offsets(_ entries: [UInt32]) -> [UInt64] { entries.map { addresses[Int($0)].address } }
+        XCTAssertEqual(offsets(interrupted), [exe + 0x10, exe + 0x20, exe + 0x30, s + 0x300, exe + 0x40])
+        XCTAssertEqual(offsets(plain), [exe + 0x10, exe + 0x40])
+        XCTAssertEqual(offsets(outermost), [exe + 0x10, s + 0x300])
+    }
+
+    /// The shim frame that stays is named after the function the program called, without the
+    /// shim's helpers inlined into it: an address of the built shim's `free` whose look-up gives
+    /// inlined frames comes out as `free` alone.
+    func testTheShimFrameThatStaysHasNoInlinedFrames() throws {
+        let path = try TestPaths.shim()
+        let free = try fx.symbol(path, "free")
+        let m = module(path, loadBias: 0x7300_0000)
+        let probe = Symbolizer()
+        let answers = probe.symbolize(scan(m, free))
+        guard let i = answers.firstIndex(where: { $0.frames.count > 1 && $0.frames.last?.function == "free" }) else {
+            return XCTFail("no address of the shim's free has inlined frames: \(answers.map { $0.frames.map { $0.function ?? "?" } })")
+        }
+        let address = m.loadBias + free.address + UInt64(i)
+        let record = ModuleRecord(loadBias: m.loadBias, path: path, buildID: m.buildID,
+                                  segments: [.init(vaddr: 0, memsz: 0x100_0000, flags: 5)])
+        var table = AddressTable(timeline: ModuleTimeline(events: [ModuleFixtures.load(record, at: 1)]))
+        // +1: a return address is looked up a byte before.
+        let entries = table.add([address + 1], at: 2)
+        let (addresses, _) = table.symbolicate(with: StackSymbolication(symbolizer: Symbolizer()))
+        XCTAssertEqual(addresses[Int(entries[0])].frames.map(\.function), ["free"])
+    }
+}
