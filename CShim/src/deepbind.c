@@ -44,9 +44,9 @@ static dlopen_fn real_dlopen(void)
 {
     static dlopen_fn real;
     if (HG_UNLIKELY(real == NULL)) {
-        hg_guard++;
+        hg_guard_enter();
         real = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
-        hg_guard--;
+        hg_guard_leave();
     }
     return real;
 }
@@ -168,10 +168,10 @@ static void *deepbind_open(dlopen_fn real, const char *file, int flags)
     if (handle == NULL)
         return NULL;
     patch_ctx ctx = { .first = before };
-    hg_guard++;
+    hg_guard_enter();
     for (size_t k = 0; k < REBOUND_COUNT; k++)
         ctx.targets[k] = dlsym(RTLD_DEFAULT, rebound[k]);
-    hg_guard--;
+    hg_guard_leave();
     dl_iterate_phdr(patch_object, &ctx);
     return handle;
 }

@@ -51,7 +51,8 @@ static inline int active(void)
 {
     if (!hg_ready())
         return 0;
-    if (HG_UNLIKELY(hg_guard >= HG_MAX_NESTING)) {
+    if (HG_UNLIKELY(hg_guard >= HG_MAX_NESTING) &&
+        hg_guard_recover((uintptr_t)__builtin_frame_address(0) + 16) >= HG_MAX_NESTING) {
         hg_record_lost();
         return 0;
     }
@@ -354,9 +355,9 @@ HG_EXPORT int dlclose(void *handle)
 {
     static dlclose_fn real;
     if (!real) {
-        hg_guard++;
+        hg_guard_enter();
         real = (dlclose_fn)dlsym(RTLD_NEXT, "dlclose");
-        hg_guard--;
+        hg_guard_leave();
         if (!real)
             return -1;
     }

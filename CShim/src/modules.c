@@ -154,7 +154,7 @@ void hg_modules_scan(void)
         return;
     }
     __atomic_store_n(&hg_modules_scan_wanted, 0, __ATOMIC_RELAXED);
-    hg_guard++;
+    hg_guard_enter();
     pthread_mutex_lock(&scan_lock);
     for (int m = 0; m < nmods; m++)
         mods[m].seen = 0;
@@ -166,7 +166,7 @@ void hg_modules_scan(void)
         }
     }
     pthread_mutex_unlock(&scan_lock);
-    hg_guard--;
+    hg_guard_leave();
 }
 
 /* A new segment (forked child) knows nothing yet. */

@@ -33,7 +33,7 @@ void record(uint32_t kind, void *p, size_t size, const hg_unwind_start *st, uint
     } else if (n > 0) {
         ref = hg_stack_intern((const uint64_t *)frames, (uint32_t)n, truncated);
     }
-    hg_guard--;
+    hg_guard_leave();
     /* A scan the stack store asked for while guarded (a frame in a module
      * loaded since the last scan): announce the module before the event
      * that refers to it.  A nested call leaves it to the outermost one. */
@@ -46,14 +46,14 @@ void record(uint32_t kind, void *p, size_t size, const hg_unwind_start *st, uint
      * left: a switch in the few instructions before the claim, and then a
      * collector a whole half and its release grace behind. */
     if (HG_UNLIKELY(ref != 0 && hg_stack_stale(ref))) {
-        hg_guard++;
+        hg_guard_enter();
         ref = hg_stack_intern((const uint64_t *)frames, (uint32_t)n, truncated);
-        hg_guard--;
+        hg_guard_leave();
     }
     /* (The memo entry's frames were in use until here.) */
     if (memo != NULL)
         hg_unwind_memo_done();
-    hg_emit_event(kind, (uint64_t)(uintptr_t)p, size, ref, type);
+    hg_emit_event(kind, (uint64_t)(uintptr_t)p, size, ref, type, st->cfa);
 }
 
 /* Without a frame buffer of the thread's (nested two deep in the shim, or
@@ -68,13 +68,34 @@ record_small(uint32_t kind, void *p, size_t size, const hg_unwind_start *st, uin
     record(kind, p, size, st, type, nested, pcs, max);
 }
 
+/* See hg_guard_frame (shim.h). A call nested in the shim runs below the
+ * frame that raised the guard, on the same stack or on a signal stack; this
+ * one, at or above it on the same stack, means that frame and every level
+ * raised below it are gone: the guard, the memo's and the frame buffers'
+ * busy marks are dropped. (A ring slot they left claimed is filled by the
+ * next emit: hg_emit_held.) */
+int hg_guard_recover(uintptr_t entry)
+{
+    if (hg_guard < 0)           /* a level left by a frame taken for gone, which was not */
+        hg_guard = 0;
+    if (hg_guard == 0 || !hg_frame_gone(entry, hg_guard_frame))
+        return hg_guard;
+    hg_guard = 0;
+    hg_frames_busy = 0;
+    if (hg_unwind_busy != NULL)
+        *hg_unwind_busy = 0;
+    return 0;
+}
+
 void hg_record_alloc(uint32_t kind, void *p, size_t size, const hg_unwind_start *st)
 {
     if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
         hg_thread_announce();
 
-    const int nested = hg_guard;
-    hg_guard++;
+    int nested = hg_guard;
+    if (HG_UNLIKELY(nested != 0))
+        nested = hg_guard_recover(st->cfa);
+    hg_guard_enter();
     uint32_t type = 0;
     if (HG_UNLIKELY(hg_swift_metadata != NULL) && hg_swift_size == size) {
         /* The block of a Swift object: start the stack at the code that

@@ -25,6 +25,7 @@ HG_TLS uint32_t hg_thread_gen;
  * CAS sees it too and is conservative (it may count as lost an event that
  * could have waited: a window of a few instructions). */
 HG_TLS uint64_t hg_held;
+HG_TLS uintptr_t hg_held_frame;
 
 int hg_holds_slot(void)
 {
@@ -99,15 +100,19 @@ static int wait_for_space(uint64_t pos)
     return !h->detached;
 }
 
-int hg_emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t aux)
+/* hg_emit past the check for an abandoned claim. */
+static int emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t aux)
 {
     hg_header *h = g_hg.hdr;
     hg_slot *ring = g_hg.ring;
     const uint64_t mask = g_hg.ring_mask;
     const uint32_t shift = g_hg.ring_shift;
-    const uint64_t held = hg_held;
+    const uint64_t held_word = hg_held;     /* with its marks, put back as it was */
+    const uint64_t held = HG_HELD_POS(held_word);
     const uint64_t n = hg_ring_record_slots(addr, size, aux);
     uint64_t pos = hg_ring_head(h);
+    if (held == 0)
+        *(volatile uintptr_t *)&hg_held_frame = (uintptr_t)__builtin_frame_address(0);
 
     for (;;) {
         if (HG_UNLIKELY(!hg_ring_has_room(h, pos, n, mask))) {
@@ -125,15 +130,70 @@ int hg_emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t 
             pos = hg_ring_head(h);
             continue;
         }
-        hg_held = held ? held : pos + 1;
+        hg_held_set(held ? held_word : (pos + 1) | ((n - 1) << 62));
         if (hg_ring_claim(h, &pos, n)) {
             hg_ring_publish(ring, mask, pos, shift, kind, addr, size, ref, aux);
-            hg_held = held;
+            __atomic_signal_fence(__ATOMIC_SEQ_CST);
+            hg_held_set(held_word);
             return 1;
         }
-        hg_held = held;
+        hg_held_set(held_word);
         /* claim failure reloaded pos */
     }
+}
+
+int hg_frame_gone(uintptr_t entry, uintptr_t then)
+{
+    if (entry < then)
+        return 0;
+    const int saved_errno = errno;
+    stack_t ss;
+    const int on_signal_stack = sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+    errno = saved_errno;
+    return !on_signal_stack;
+}
+
+int hg_emit_held(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t aux, uintptr_t entry)
+{
+    const uint64_t held = hg_held;
+    if (hg_frame_gone(entry, hg_held_frame)) {
+        /* Claimed by us and still unpublished: the collector cannot get
+         * past it (nor can anyone else claim it before it does): fill it.
+         * The event it was for is lost. Claimed by nobody yet (the head
+         * not past it): nothing to fill. Claimed, unpublished: ours, left
+         * after the claim, or another thread's, which took the position
+         * when ours failed and publishes it at once: still unpublished
+         * after 64 yields, it is ours. (Not a long wait: a program that
+         * jumps out of signal handlers at a high rate would jump out of it
+         * again.) hg_held is cleared only once the slot is filled: a jump
+         * out of here leaves it for the next call. */
+        const uint64_t pos = HG_HELD_POS(held) - 1;
+        hg_slot *ring = g_hg.ring;
+        const uint64_t mask = g_hg.ring_mask;
+        const uint32_t shift = g_hg.ring_shift;
+        const hg_slot *slot = &ring[pos & mask];
+        int ours = hg_ring_head(g_hg.hdr) > pos;
+        for (int i = 0; ours && i < 64 && hg_ring_tag_of(__atomic_load_n(&slot->w0, __ATOMIC_ACQUIRE)) != hg_ring_tag(pos, shift); i++)
+            sched_yield();
+        if (ours && hg_ring_tag_of(__atomic_load_n(&slot->w0, __ATOMIC_ACQUIRE)) != hg_ring_tag(pos, shift)) {
+            if (held & HG_HELD_WIDE)
+                hg_ring_publish(ring, mask, pos + 1, shift, HG_K_NOP, 0, 0, 0, 0);
+            hg_ring_publish(ring, mask, pos, shift, HG_K_NOP, 0, 0, 0, 0);
+            __atomic_fetch_add(&g_hg.hdr->lost_events, 1, __ATOMIC_RELAXED);
+        }
+        hg_held_set(0);
+    }
+    return emit(kind, addr, size, ref, aux);
+}
+
+int hg_emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t aux)
+{
+    /* The caller's CFA is the program's stack pointer at its call into the
+     * shim when it is an entry point (heapgen_mark), else a little below it:
+     * good enough for hg_frame_gone. The shim keeps frame pointers. */
+    if (HG_UNLIKELY(hg_held != 0))
+        return hg_emit_held(kind, addr, size, ref, aux, (uintptr_t)__builtin_frame_address(1) + 16);
+    return emit(kind, addr, size, ref, aux);
 }
 
 /* The first record of each thread in each segment names the thread. */

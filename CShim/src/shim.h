@@ -63,6 +63,24 @@ extern volatile int g_hg_phase;
  * as lost events. */
 extern HG_TLS int hg_guard;
 #define HG_MAX_NESTING 8
+/* The frame that raised hg_guard from 0 (hg_guard_enter). A program that
+ * siglongjmps out of a signal handler which interrupted the shim abandons
+ * the shim's frames with hg_guard raised; every later call would be taken
+ * as nested, and past HG_MAX_NESTING, lost. The next allocation made at or
+ * above that frame, on the same stack, finds it gone (hg_guard_recover). */
+extern HG_TLS uintptr_t hg_guard_frame;
+static inline __attribute__((always_inline)) void hg_guard_enter(void)
+{
+    if (hg_guard++ == 0)
+        hg_guard_frame = (uintptr_t)__builtin_frame_address(0);
+}
+static inline void hg_guard_leave(void)
+{
+    hg_guard--;
+}
+/* hg_guard on entry to an allocation, once abandoned levels are dropped
+ * (record.c); `entry` as for hg_frame_gone. */
+int hg_guard_recover(uintptr_t entry);
 
 /* Non-zero in the process that owns g_hg's segment. It lives in a page
  * with MADV_WIPEONFORK, so it reads 0 in a child made by a raw clone()
@@ -161,8 +179,33 @@ int  hg_holds_slot(void);
 void hg_thread_announce(void);
 extern HG_TLS uint32_t hg_thread_gen;
 /* 1 + the lowest ring position this thread holds claimed and unpublished
- * (0: none); see ring.c. */
+ * (0: none), marked when the claim is of two slots; see ring.c.
+ * hg_held_frame: the frame that set it. */
 extern HG_TLS uint64_t hg_held;
+extern HG_TLS uintptr_t hg_held_frame;
+#define HG_HELD_WIDE    (1ull << 62)
+#define HG_HELD_POS(h)  ((h) & ~HG_HELD_WIDE)
+/* A store to hg_held that a signal handler must find where the code puts
+ * it: volatile, or the compiler drops the one before the claim as dead (the
+ * next one overwrites it), and a handler that ran between the claim and the
+ * publication took itself for not nested and could wait for room behind
+ * our own slot forever. The claim (a locked RMW) keeps the stores around it
+ * on their sides; the one after the publication needs a signal fence. */
+static inline __attribute__((always_inline)) void hg_held_set(uint64_t v)
+{
+    *(volatile uint64_t *)&hg_held = v;
+}
+/* A longjmp out of a signal handler that interrupted the shim abandons its
+ * frames, and what they held (hg_held, hg_guard). 1 if `entry`, the stack
+ * pointer of the program's call into the shim now (its CFA), shows that the
+ * frame `then` that took them is gone: a call nested in it (a handler's)
+ * is made below it on the same stack, or on a signal stack; one at or above
+ * it on the same stack can only come after it was left. */
+int hg_frame_gone(uintptr_t entry, uintptr_t then);
+/* hg_emit with hg_held set: first, if the frame that claimed it is gone,
+ * fills the abandoned slot with NOP records so the collector gets past it.
+ * `entry`: as for hg_frame_gone. */
+int hg_emit_held(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t aux, uintptr_t entry);
 
 /* hg_emit's common case, inlined into the allocation and free paths: not
  * nested in an emit of our own, room in the ring, the claim won at the
@@ -170,7 +213,7 @@ extern HG_TLS uint64_t hg_held;
  * it loses). Out of line, hg_emit's call and register saves were 34 of
  * its 55 instructions an event. */
 static inline __attribute__((always_inline))
-int hg_emit_event(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t aux)
+int hg_emit_event(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint32_t aux, uintptr_t entry)
 {
     hg_header *h = g_hg.hdr;
     hg_slot *ring = g_hg.ring;
@@ -179,14 +222,18 @@ int hg_emit_event(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uin
     const uint64_t n = hg_ring_record_slots(addr, size, aux);
     uint64_t pos = hg_ring_head(h);
     if (HG_LIKELY(hg_held == 0) && HG_LIKELY(hg_ring_has_room(h, pos, n, mask))) {
-        hg_held = pos + 1;
+        *(volatile uintptr_t *)&hg_held_frame = (uintptr_t)__builtin_frame_address(0);
+        hg_held_set((pos + 1) | ((n - 1) << 62));
         if (HG_LIKELY(hg_ring_claim(h, &pos, n))) {
             hg_ring_publish(ring, mask, pos, shift, kind, addr, size, ref, aux);
-            hg_held = 0;
+            __atomic_signal_fence(__ATOMIC_SEQ_CST);
+            hg_held_set(0);
             return 1;
         }
-        hg_held = 0;
+        hg_held_set(0);
     }
+    if (HG_UNLIKELY(hg_held != 0))
+        return hg_emit_held(kind, addr, size, ref, aux, entry);
     return hg_emit(kind, addr, size, ref, aux);
 }
 
@@ -300,11 +347,11 @@ void     hg_swift_reset(void);
 void hg_record_alloc(uint32_t kind, void *p, size_t size, const struct hg_unwind_start *st);
 /* A free (or a realloc's old block): before the allocator runs. Inline: a
  * free is about half of a program's allocator calls and needs no stack. */
-static inline void hg_record_free(uint32_t kind, void *p)
+static inline __attribute__((always_inline)) void hg_record_free(uint32_t kind, void *p)
 {
     if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
         hg_thread_announce();
-    hg_emit_event(kind, (uint64_t)(uintptr_t)p, 0, 0, 0);
+    hg_emit_event(kind, (uint64_t)(uintptr_t)p, 0, 0, 0, (uintptr_t)__builtin_frame_address(0) + 16);
 }
 /* An allocation or free that cannot be recorded (nesting too deep): counted. */
 void hg_record_lost(void);

@@ -29,6 +29,7 @@
 hg_shim g_hg = { .conn = { .fd = -1 }, .seg = { .fd = -1 } };
 volatile int g_hg_phase;
 HG_TLS int hg_guard;
+HG_TLS uintptr_t hg_guard_frame;
 
 /* Until the wipe-on-fork page exists, and where the kernel has none: a
  * word that is never 0 (no raw-clone detection then). */
@@ -218,10 +219,10 @@ static void fork_prepare(void)
         hg_fork_id = __atomic_add_fetch(&g_fork_counter, 1, __ATOMIC_RELAXED);
         hg_emit(HG_K_FORK, hg_fork_id, 0, 0, 0);
         /* Connect for the child now: see fork_conn. */
-        hg_guard++;
+        hg_guard_enter();
         if (!hg_connect(&fork_conn))
             fork_conn.fd = -1;
-        hg_guard--;
+        hg_guard_leave();
     }
     hg_cancel_restore(cancel);
     hg_modules_fork_prepare();
@@ -242,7 +243,7 @@ static void fork_parent(void)
 static void become_child(hg_owned_fd *conn)
 {
     int cancel = hg_cancel_off();
-    hg_guard++;
+    hg_guard_enter();
     hg_modules_fork_child();
     hg_control_fork_child();
     hg_header *old = g_hg.hdr;
@@ -271,7 +272,7 @@ static void become_child(hg_owned_fd *conn)
         hg_env_scrub();
     }
     __atomic_store_n(&g_hg_phase, phase, __ATOMIC_RELEASE);
-    hg_guard--;
+    hg_guard_leave();
     hg_cancel_restore(cancel);
 }
 
@@ -309,7 +310,7 @@ void hg_init_slow(void)
     if (!__atomic_compare_exchange_n(&g_hg_phase, &expected, 1, 0,
                                      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return;         /* another thread is at it, or it is done */
-    hg_guard++;
+    hg_guard_enter();
     int phase = 3;
     if (hg_transport_configure()) {
         hg_env_configure();
@@ -361,7 +362,7 @@ void hg_init_slow(void)
         }
     }
     __atomic_store_n(&g_hg_phase, phase, __ATOMIC_RELEASE);
-    hg_guard--;
+    hg_guard_leave();
 }
 
 /* No crtbegin here (-nostartfiles), so no __dso_handle for atexit(): register directly. */

@@ -39,7 +39,7 @@ static uint32_t next_type_id;
 /* A slow path (dlsym may allocate: recorded, nested). */
 static void resolve_runtime(void)
 {
-    hg_guard++;
+    hg_guard_enter();
     if (!real_alloc_object)
         real_alloc_object = (alloc_object_fn)dlsym(RTLD_NEXT, "swift_allocObject");
     if (!get_type_name)
@@ -52,7 +52,7 @@ static void resolve_runtime(void)
         if (m != MAP_FAILED)
             types = m;
     }
-    hg_guard--;
+    hg_guard_leave();
 }
 
 HG_EXPORT void *swift_allocObject(const void *metadata, size_t size, size_t align_mask)
@@ -130,7 +130,7 @@ uint32_t hg_swift_type_id(const void *metadata)
     uint32_t i;
 
     /* Miss: name it and announce it. */
-    hg_guard++;
+    hg_guard_enter();
     const char *name = NULL;
     size_t len = 0;
     size_t kind = get_metadata_kind ? get_metadata_kind(metadata) : 0;
@@ -149,7 +149,7 @@ uint32_t hg_swift_type_id(const void *metadata)
     static const char nul = 0;
     uint32_t ref = hg_arena_put(HG_BLOB_STRING, name, (uint32_t)len, &nul, 1, (uint32_t)len + 1);
     hg_emit(HG_K_TYPE_NAME, key, 0, ref, id);
-    hg_guard--;
+    hg_guard_leave();
 
     /* Publish only after the TYPE_NAME record: whoever finds the id emits
      * a record ordered after its definition. */

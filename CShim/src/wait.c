@@ -41,13 +41,13 @@ static pid_t sys_wait4(pid_t pid, int *st, int options, struct rusage *ru)
 
 void hg_wait_init(void)
 {
-    hg_guard++;
+    hg_guard_enter();
     real_wait4 = (wait4_fn)dlsym(RTLD_NEXT, "wait4");
     real_waitpid = (waitpid_fn)dlsym(RTLD_NEXT, "waitpid");
     real_wait = (wait_fn)dlsym(RTLD_NEXT, "wait");
     real_wait3 = (wait3_fn)dlsym(RTLD_NEXT, "wait3");
     real_waitid = (waitid_fn)dlsym(RTLD_NEXT, "waitid");
-    hg_guard--;
+    hg_guard_leave();
 }
 
 /* One record for a child that ended with raw status `status`. */
