@@ -111,15 +111,16 @@ static int emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint3
     const uint64_t held = HG_HELD_POS(held_word);
     const uint64_t n = hg_ring_record_slots(addr, size, aux);
     uint64_t pos = hg_ring_head(h);
-    if (held == 0)
-        *(volatile uintptr_t *)&hg_held_frame = (uintptr_t)__builtin_frame_address(0);
 
     for (;;) {
         if (HG_UNLIKELY(!hg_ring_has_room(h, pos, n, mask))) {
             /* Nested in our own claimed slot at held-1: the collector
              * cannot get past it, so room at our last slot never comes if
-             * it is a whole lap beyond it. */
-            if (held != 0 && (int64_t)(pos + n - 1 - (held - 1)) > (int64_t)mask) {
+             * it is a whole lap beyond it. Unless nobody has claimed that
+             * position yet (the handler ran before the claim, which will
+             * now fail and retry): then waiting is fine. */
+            if (held != 0 && hg_ring_head(h) > held - 1 &&
+                (int64_t)(pos + n - 1 - (held - 1)) > (int64_t)mask) {
                 __atomic_fetch_add(&h->lost_events, 1, __ATOMIC_RELAXED);
                 return 0;
             }
@@ -130,7 +131,12 @@ static int emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint3
             pos = hg_ring_head(h);
             continue;
         }
-        hg_held_set(held ? held_word : (pos + 1) | ((n - 1) << 62));
+        if (held == 0) {
+            /* hg_emit_event's order: frame, mark, frame again. */
+            *(volatile uintptr_t *)&hg_held_frame = (uintptr_t)__builtin_frame_address(0);
+            hg_held_set((pos + 1) | ((n - 1) << 62));
+            *(volatile uintptr_t *)&hg_held_frame = (uintptr_t)__builtin_frame_address(0);
+        }
         if (hg_ring_claim(h, &pos, n)) {
             hg_ring_publish(ring, mask, pos, shift, kind, addr, size, ref, aux);
             __atomic_signal_fence(__ATOMIC_SEQ_CST);

@@ -222,8 +222,12 @@ int hg_emit_event(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uin
     const uint64_t n = hg_ring_record_slots(addr, size, aux);
     uint64_t pos = hg_ring_head(h);
     if (HG_LIKELY(hg_held == 0) && HG_LIKELY(hg_ring_has_room(h, pos, n, mask))) {
-        *(volatile uintptr_t *)&hg_held_frame = (uintptr_t)__builtin_frame_address(0);
+        /* The frame again after the mark: a handler that ran in between
+         * left its own there, and one that runs after the mark must find ours. */
+        const uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
+        *(volatile uintptr_t *)&hg_held_frame = frame;
         hg_held_set((pos + 1) | ((n - 1) << 62));
+        *(volatile uintptr_t *)&hg_held_frame = frame;
         if (HG_LIKELY(hg_ring_claim(h, &pos, n))) {
             hg_ring_publish(ring, mask, pos, shift, kind, addr, size, ref, aux);
             __atomic_signal_fence(__ATOMIC_SEQ_CST);
