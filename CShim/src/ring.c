@@ -20,10 +20,11 @@
 
 HG_TLS uint32_t hg_thread_gen;
 /* 1 + the lowest ring position this thread holds claimed and unpublished
- * (0: none). Set just before the claiming CAS, so a handler that runs
- * between the CAS and the publication sees it; one that runs before the
- * CAS sees it too and is conservative (it may count as lost an event that
- * could have waited: a window of a few instructions). */
+ * (0: none; HG_HELD_WIDE: a two-slot claim). Set just before the claiming
+ * CAS, so a handler that runs between the CAS and the publication sees it;
+ * one that runs before the CAS sees it too, and waits only while nobody has
+ * claimed the position. hg_held_frame: the claimant's frame, stored before
+ * and again after the mark (hg_emit_held tells an abandoned claim by it). */
 HG_TLS uint64_t hg_held;
 HG_TLS uintptr_t hg_held_frame;
 
