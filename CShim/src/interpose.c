@@ -52,7 +52,7 @@ static inline int active(void)
     if (!hg_ready())
         return 0;
     if (HG_UNLIKELY(hg_guard >= HG_MAX_NESTING) &&
-        hg_guard_recover((uintptr_t)__builtin_frame_address(0) + 16) >= HG_MAX_NESTING) {
+        hg_guard_recover(HG_ENTRY_CFA()) >= HG_MAX_NESTING) {
         hg_record_lost();
         return 0;
     }

@@ -76,6 +76,8 @@ static lsan_suppressions_fn find_hook(void)
 
 const char *hg_lsan_default_suppressions(void)
 {
+    int cancel = hg_cancel_off();       /* open and close are cancellation points */
     lsan_suppressions_fn hook = find_hook();
+    hg_cancel_restore(cancel);
     return hook ? hook() : NULL;
 }

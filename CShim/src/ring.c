@@ -132,12 +132,8 @@ static int emit(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint3
             pos = hg_ring_head(h);
             continue;
         }
-        if (held == 0) {
-            /* hg_emit_event's order: frame, mark, frame again. */
-            *(volatile uintptr_t *)&hg_held_frame = (uintptr_t)__builtin_frame_address(0);
-            hg_held_set((pos + 1) | ((n - 1) << 62));
-            *(volatile uintptr_t *)&hg_held_frame = (uintptr_t)__builtin_frame_address(0);
-        }
+        if (held == 0)
+            hg_held_mark(pos, n);
         if (hg_ring_claim(h, &pos, n)) {
             hg_ring_publish(ring, mask, pos, shift, kind, addr, size, ref, aux);
             __atomic_signal_fence(__ATOMIC_SEQ_CST);

@@ -195,6 +195,20 @@ static inline __attribute__((always_inline)) void hg_held_set(uint64_t v)
 {
     *(volatile uint64_t *)&hg_held = v;
 }
+/* The mark before claiming n slots at pos: the caller's frame, the mark, and
+ * the frame again (a handler that emitted in between left its own frame
+ * there, and one that runs after the mark must find ours). Always inline:
+ * the frame is the caller's. */
+static inline __attribute__((always_inline)) void hg_held_mark(uint64_t pos, uint64_t n)
+{
+    const uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
+    *(volatile uintptr_t *)&hg_held_frame = frame;
+    hg_held_set((pos + 1) | ((n - 1) * HG_HELD_WIDE));
+    *(volatile uintptr_t *)&hg_held_frame = frame;
+}
+/* In an interposed function (always inline): the program's stack pointer at
+ * its call, the entry hg_frame_gone compares (the CFA, as HG_UNWIND_START's). */
+#define HG_ENTRY_CFA() ((uintptr_t)__builtin_frame_address(0) + 16)
 /* A longjmp out of a signal handler that interrupted the shim abandons its
  * frames, and what they held (hg_held, hg_guard). 1 if `entry`, the stack
  * pointer of the program's call into the shim now (its CFA), shows that the
@@ -222,12 +236,7 @@ int hg_emit_event(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uin
     const uint64_t n = hg_ring_record_slots(addr, size, aux);
     uint64_t pos = hg_ring_head(h);
     if (HG_LIKELY(hg_held == 0) && HG_LIKELY(hg_ring_has_room(h, pos, n, mask))) {
-        /* The frame again after the mark: a handler that ran in between
-         * left its own there, and one that runs after the mark must find ours. */
-        const uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
-        *(volatile uintptr_t *)&hg_held_frame = frame;
-        hg_held_set((pos + 1) | ((n - 1) << 62));
-        *(volatile uintptr_t *)&hg_held_frame = frame;
+        hg_held_mark(pos, n);
         if (HG_LIKELY(hg_ring_claim(h, &pos, n))) {
             hg_ring_publish(ring, mask, pos, shift, kind, addr, size, ref, aux);
             __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -355,7 +364,7 @@ static inline __attribute__((always_inline)) void hg_record_free(uint32_t kind, 
 {
     if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
         hg_thread_announce();
-    hg_emit_event(kind, (uint64_t)(uintptr_t)p, 0, 0, 0, (uintptr_t)__builtin_frame_address(0) + 16);
+    hg_emit_event(kind, (uint64_t)(uintptr_t)p, 0, 0, 0, HG_ENTRY_CFA());
 }
 /* An allocation or free that cannot be recorded (nesting too deep): counted. */
 void hg_record_lost(void);

@@ -131,9 +131,9 @@ static int await_verdict(hg_header *h)
 static uint64_t g_fork_counter;
 static HG_TLS uint64_t hg_fork_id;
 
-/* Creates, announces over `conn` (ours from now on) and, if accepted,
- * installs a new segment. */
-static int open_segment(uint32_t origin, hg_owned_fd *conn)
+/* open_segment's work: its hello, the wait for the verdict and the closes
+ * are cancellation points, so open_segment runs it with cancellation off. */
+static int make_segment(uint32_t origin, hg_owned_fd *conn)
 {
     const uint64_t page = 4096;
     const uint64_t ring_off = (sizeof(hg_header) + page - 1) & ~(page - 1);
@@ -208,10 +208,19 @@ fail:
     return 0;
 }
 
+/* Creates, announces over `conn` (ours from now on) and, if accepted,
+ * installs a new segment. */
+static int open_segment(uint32_t origin, hg_owned_fd *conn)
+{
+    int cancel = hg_cancel_off();
+    int ok = make_segment(origin, conn);
+    hg_cancel_restore(cancel);
+    return ok;
+}
+
 static void fork_prepare(void)
 {
     hg_fork_id = 0;
-    int cancel = hg_cancel_off();
     if (g_hg_phase == 2 && hg_env_follow_fork() && hg_guard == 0 && !g_hg.hdr->detached) {
         /* The live heap the child inherits is the parent's at this record. */
         if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
@@ -224,7 +233,6 @@ static void fork_prepare(void)
             fork_conn.fd = -1;
         hg_guard_leave();
     }
-    hg_cancel_restore(cancel);
     hg_modules_fork_prepare();
 }
 
@@ -242,7 +250,6 @@ static void fork_parent(void)
  * connection made for us, or none. */
 static void become_child(hg_owned_fd *conn)
 {
-    int cancel = hg_cancel_off();
     hg_guard_enter();
     hg_modules_fork_child();
     hg_control_fork_child();
@@ -273,7 +280,6 @@ static void become_child(hg_owned_fd *conn)
     }
     __atomic_store_n(&g_hg_phase, phase, __ATOMIC_RELEASE);
     hg_guard_leave();
-    hg_cancel_restore(cancel);
 }
 
 static void fork_child(void)
@@ -402,9 +408,7 @@ static void hg_leak_scan_at_exit(void *unused)
     size_t at = sizeof head - 1;
     for (int shift = 60; shift >= 0; shift -= 4)
         request[at++] = "0123456789abcdef"[(sp >> shift) & 15];
-    int cancel = hg_cancel_off();   /* it opens and reads the executable */
     uintptr_t text = cfg_leak_scan ? (uintptr_t)hg_lsan_default_suppressions() : 0;
-    hg_cancel_restore(cancel);
     if (text != 0) {
         memcpy(request + at, lsan, sizeof lsan - 1);
         at += sizeof lsan - 1;
