@@ -95,10 +95,8 @@ public final class TraceWriter {
     /// Budget for all arguments of the process record, so the record fits in a chunk.
     static let argumentBudget = 8 * 1024 * 1024
 
-    /// Creates (or replaces) `path` with mode 0600, O_NOFOLLOW; writes header + process record.
-    /// An existing regular file is unlinked and created anew rather than truncated: ext4
-    /// writes a truncated file back at close (its `auto_da_alloc`, 17 ms at the end of a
-    /// 40 MB recording here), and a hard link to the old trace keeps it.
+    /// Creates (or replaces) `path` with mode 0600, O_NOFOLLOW (``PrivateOutputFile``, replacing
+    /// an existing regular file rather than truncating it); writes header + process record.
     ///
     /// - Parameter compressionLevel: the zstd level of the chunks (64 KiB of records each),
     ///   or nil to compress nothing (column chunks then hold their streams as is). The `symbols` chunks and the `end` chunk are always plain.
@@ -107,35 +105,9 @@ public final class TraceWriter {
                 compressionLevel: Int32? = TraceWriter.defaultCompressionLevel) throws {
         self.path = path
         compressor = ChunkCompressor(level: compressionLevel)
-        var descriptor: Int32 = -1
-        var old = stat()
-        if lstat(path, &old) == 0 && (old.st_mode & S_IFMT) == S_IFREG && unlink(path) == 0 {
-            repeat {
-                descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(0o600))
-            } while descriptor < 0 && errno == EINTR
-        }
-        // Anything else (no file, /dev/null, a FIFO, or a file created meanwhile): as ever.
-        while descriptor < 0 {
-            descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode_t(0o600))
-            if descriptor < 0 && errno != EINTR { break }
-        }
+        let descriptor = PrivateOutputFile.open(path, replacing: true)
         if descriptor < 0 {
-            let e = errno
-            throw TraceError(.io, "cannot create trace: \(SystemCalls.errorString(e))", file: path)
-        }
-        // O_TRUNC keeps the mode of an existing file: make a regular file owner-only.
-        // (Never chmod anything else: writing to /dev/null must not change /dev/null.)
-        var info = stat()
-        if fstat(descriptor, &info) != 0 {
-            let e = errno
-            close(descriptor)
-            throw TraceError(.io, "cannot stat trace: \(SystemCalls.errorString(e))", file: path)
-        }
-        if (info.st_mode & S_IFMT) == S_IFREG && (info.st_mode & 0o777) != 0o600
-            && fchmod(descriptor, mode_t(0o600)) != 0 {
-            let e = errno
-            close(descriptor)
-            throw TraceError(.io, "cannot make trace owner-only: \(SystemCalls.errorString(e))", file: path)
+            throw TraceError(.io, "cannot create trace: \(SystemCalls.errorString(-descriptor))", file: path)
         }
         var header = TraceFormat.magic
         header += [UInt8(TraceFormat.majorVersion & 0xFF), UInt8(TraceFormat.majorVersion >> 8)]
