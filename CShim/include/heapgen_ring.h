@@ -66,6 +66,12 @@ HG_RING_INLINE uint64_t hg_ring_tag_of(uint64_t w0)
     return w0 & (~0ull << HG_W0_TAG_SHIFT);
 }
 
+/* 1 when a slot's w0 at position pos is a record published for pos. */
+HG_RING_INLINE int hg_ring_published(uint64_t w0, uint64_t pos, uint32_t shift)
+{
+    return hg_ring_tag_of(w0) == hg_ring_tag(pos, shift);
+}
+
 /* 1 when a slot's w0 at position pos is what it may hold before pos is
  * published: zero (a fresh ring, or a wide record's second slot in the lap
  * before) or the tag of the lap before. */
@@ -143,7 +149,7 @@ HG_RING_INLINE uint64_t hg_ring_take(const hg_slot *ring, uint64_t mask, uint64_
 {
     const hg_slot *a = &ring[pos & mask];
     const uint64_t w0 = __atomic_load_n(&a->w0, __ATOMIC_ACQUIRE);
-    if (hg_ring_tag_of(w0) != hg_ring_tag(pos, shift))
+    if (!hg_ring_published(w0, pos, shift))
         return 0;
     const uint64_t kind = (w0 >> HG_W0_KIND_SHIFT) & HG_W0_KIND_MASK;
     const uint64_t w1 = a->w1;

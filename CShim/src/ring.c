@@ -176,9 +176,9 @@ int hg_emit_held(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint
         const uint32_t shift = g_hg.ring_shift;
         const hg_slot *slot = &ring[pos & mask];
         int ours = hg_ring_head(g_hg.hdr) > pos;
-        for (int i = 0; ours && i < 64 && hg_ring_tag_of(__atomic_load_n(&slot->w0, __ATOMIC_ACQUIRE)) != hg_ring_tag(pos, shift); i++)
+        for (int i = 0; ours && i < 64 && !hg_ring_published(__atomic_load_n(&slot->w0, __ATOMIC_ACQUIRE), pos, shift); i++)
             sched_yield();
-        if (ours && hg_ring_tag_of(__atomic_load_n(&slot->w0, __ATOMIC_ACQUIRE)) != hg_ring_tag(pos, shift)) {
+        if (ours && !hg_ring_published(__atomic_load_n(&slot->w0, __ATOMIC_ACQUIRE), pos, shift)) {
             if (held & HG_HELD_WIDE)
                 hg_ring_publish(ring, mask, pos + 1, shift, HG_K_NOP, 0, 0, 0, 0);
             hg_ring_publish(ring, mask, pos, shift, HG_K_NOP, 0, 0, 0, 0);

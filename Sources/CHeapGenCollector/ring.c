@@ -53,7 +53,7 @@ int hg_ring_check(const hg_segment *seg, uint64_t tail, uint64_t *head_out) {
      * before it is claimed. So tail <= head <= tail + ring_slots. */
     if (head < tail || head - tail > seg->ring_slots) return HG_RING_BAD_HEAD;
     uint64_t w0 = __atomic_load_n(&seg->ring[tail & seg->ring_mask].w0, __ATOMIC_ACQUIRE);
-    if (hg_ring_tag_of(w0) == hg_ring_tag(tail, seg->ring_shift))
+    if (hg_ring_published(w0, tail, seg->ring_shift))
         return HG_RING_OK; /* published since hg_drain looked */
     if (!hg_ring_unpublished(w0, tail, seg->ring_shift)) return HG_RING_BAD_SEQ;
     return head == tail ? HG_RING_OK : HG_RING_PENDING;
