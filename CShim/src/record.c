@@ -83,7 +83,7 @@ int hg_guard_recover(uintptr_t entry)
     hg_guard = 0;
     hg_frames_busy = 0;
     if (hg_unwind_busy != NULL)
-        *hg_unwind_busy = 0;
+        hg_unwind_memo_done();  /* the busy mark a memo hit leaves */
     return 0;
 }
 
