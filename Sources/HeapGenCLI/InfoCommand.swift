@@ -130,7 +130,7 @@ enum SummaryTable {
     static func endDescription(_ e: EndRecord) -> String {
         switch e.reason {
         case .exited: "exited with status \(e.status)"
-        case .signaled: "killed by signal \(e.status)"
+        case .signaled: "killed by " + HumanUnits.signal(e.status)
         case .execed: "exec'd another program"
         case .collectorStopped: "still running when heapgen stopped"
         case .unknown: e.salvage.map { "unknown: the trace is incomplete (\($0.notice))" } ?? "unknown"

@@ -180,6 +180,11 @@ public final class Recorder {
                 printDiagnostic("warning: \(trace.path): " + StackCompleteness.lostWarning(trace.end.stacksLost))
             }
         }
+        if status.reason == .signaled {
+            // The shell prints nothing for a signal heapgen passed on as 128+N; without this
+            // line a crash under `record` would read like a clean recording.
+            printDiagnostic("the program (pid \(loop.rootPid)) was killed by " + HumanUnits.signal(status.status))
+        }
         if failed { return ExitCodes.heapgenFailed }
         if status.reason == .unknown { return ExitCodes.heapgenFailed }
         return status.shellExitCode

@@ -71,7 +71,7 @@ public enum TextReport {
         if let status = r.program.exitStatus {
             ending = "exited with status \(status)"
         } else if let signal = r.program.signal {
-            ending = "killed by signal \(signal)" + (signalName(signal).map { " (\($0))" } ?? "")
+            ending = "killed by " + HumanUnits.signal(signal)
         } else {
             ending = "did not exit while recorded"
         }
@@ -96,13 +96,6 @@ public enum TextReport {
                 + HumanUnits.duration(nanoseconds: scan.nanoseconds))
         }
         return lines
-    }
-
-    static func signalName(_ n: Int32) -> String? {
-        let names: [Int32: String] = [1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT",
-                                      7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV",
-                                      12: "SIGUSR2", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM"]
-        return names[n]
     }
 
     // MARK: - Generations

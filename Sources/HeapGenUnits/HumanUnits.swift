@@ -49,6 +49,16 @@ public enum HumanUnits {
         "\(count(n)) \(n == 1 ? singular : (pluralForm ?? singular + "s"))"
     }
 
+    /// `11` → `"signal 11 (SIGSEGV)"`: the number a shell shows, and the name people search for.
+    /// Linux's x86-64 and arm64 numbering; an unnamed number stays a bare number.
+    public static func signal(_ n: Int32) -> String {
+        let names = ["HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "BUS", "FPE", "KILL", "USR1", "SEGV",
+                     "USR2", "PIPE", "ALRM", "TERM", "STKFLT", "CHLD", "CONT", "STOP", "TSTP", "TTIN",
+                     "TTOU", "URG", "XCPU", "XFSZ", "VTALRM", "PROF", "WINCH", "IO", "PWR", "SYS"]
+        guard n >= 1 && Int(n) <= names.count else { return "signal \(n)" }
+        return "signal \(n) (SIG\(names[Int(n) - 1]))"
+    }
+
     /// `2.04` → `"2.0"`, `-0.06` → `"-0.1"`.
     static func oneDecimal(_ v: Double) -> String {
         let tenths = Int((v * 10).rounded())
