@@ -193,7 +193,7 @@ final class ControlChannel {
         if result.error != 0 || result.aborted != 0 {
             let why: String
             if result.error == EPERM || result.error == EACCES {
-                why = "cannot read the memory of process \(seg.pid): \(errorString(result.error)) (ptrace access: see /proc/sys/kernel/yama/ptrace_scope)"
+                why = "cannot read the memory of process \(seg.pid): " + Self.ptraceRefusal(seg.pid, error: result.error)
             } else if result.error != 0 {
                 why = "cannot read the memory of process \(seg.pid): \(errorString(result.error))"
             } else if result.aborted == 1 {
@@ -216,6 +216,22 @@ final class ControlChannel {
             out.graph = record
         }
         return .success(out)
+    }
+
+    /// Why the kernel refused to let heapgen read `pid`'s memory, as far as it can tell.
+    /// A process that made itself non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`, as agents holding
+    /// keys do, or by changing its user or group IDs) has its `/proc` files owned by root, and
+    /// only a process with CAP_SYS_PTRACE may read it.
+    static func ptraceRefusal(_ pid: Int32, error: Int32) -> String {
+        var st = stat()
+        if geteuid() != 0 && stat("/proc/\(pid)/mem", &st) == 0 && st.st_uid == 0 && st.st_uid != geteuid() {
+            return "it made itself non-dumpable (prctl PR_SET_DUMPABLE 0, or a change of user or group ID) "
+                + "and only root may read such a process"
+        }
+        if access("/proc/sys/kernel/yama/ptrace_scope", F_OK) == 0 {
+            return "\(errorString(error)) (ptrace access: see /proc/sys/kernel/yama/ptrace_scope)"
+        }
+        return "\(errorString(error)) (ptrace access refused by a security module or a container's policy)"
     }
 
     private func scan(_ seg: Segment, _ request: ControlRequest) -> Result<String, ControlProtocolError> {

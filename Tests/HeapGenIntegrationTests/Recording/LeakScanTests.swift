@@ -65,6 +65,41 @@ final class LeakScanTests: XCTestCase {
         XCTAssertTrue(notes.contains("leak scan: 0 unreachable blocks (0 B) of 6 live at exit."), "\(notes)")
     }
 
+    /// A program that made itself non-dumpable cannot be read by a user's heapgen (only root
+    /// may): one warning that says so, no verdict on leaks, and the program's own status.
+    /// As root the test runs heapgen as `nobody` (setpriv), from a directory nobody can use.
+    func testANonDumpableProgramIsNamedAsTheReason() throws {
+        let exe = try Fixture.build("leaks.c")
+        var template = Array("/tmp/heapgen-nodump.XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw TestSupportError("mkdtemp failed") }
+        let shared = String(cString: made)
+        defer { try? FileManager.default.removeItem(atPath: shared) }
+        for (from, name) in [(try TestPaths.heapgen(), "heapgen"), (try TestPaths.shim(), "libHeapGenShim.so"), (exe, "leaks")] {
+            try FileManager.default.copyItem(atPath: from, toPath: shared + "/" + name)
+        }
+        XCTAssertEqual(chmod(shared, 0o1777), 0)
+        let command = [shared + "/heapgen", "run", "--leaks", "--format", "json", "--", shared + "/leaks", "nodump"]
+        let result = geteuid() == 0
+            ? try runProcess("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"] + command,
+                             directory: shared)
+            : try runProcess(command[0], Array(command.dropFirst()), directory: shared)
+        XCTAssertStatus(result, 0)
+        let warnings = result.stderrLines.filter { $0.contains("warning") }
+        XCTAssertEqual(warnings, ["heapgen: warning: cannot read the memory of process \(pidOf(warnings.first)): it made itself "
+            + "non-dumpable (prctl PR_SET_DUMPABLE 0, or a change of user or group ID) and only root may read such a process; "
+            + "no block is reported as leaked"], result.transcript)
+        let report = try JSONSerialization.jsonObject(with: result.stdout) as? [String: Any] ?? [:]
+        XCTAssertFalse(findings(report).contains { $0.kind == "leaked" }, result.transcript)
+        XCTAssertEqual(findings(report).filter { $0.kind == "abandoned" }.compactMap(\.function).sorted(),
+                       ["keep_node", "lose_block"], result.transcript)
+    }
+
+    /// The pid in "process N:" of a warning, "?" when there is none.
+    private func pidOf(_ line: String?) -> String {
+        guard let line, let r = line.range(of: "process ") else { return "?" }
+        return String(line[r.upperBound...].prefix { $0.isNumber })
+    }
+
     func testTheTraceHoldsTheUnreachableAddresses() throws {
         let exe = try Fixture.build("leaks.c")
         let rec = try HeapGenCLI.recording(exe, [], flags: ["--quiet", "--leaks"])

@@ -6,10 +6,13 @@
  *     overwritten: unreachable at exit (leaked);
  *   - keep_node: a 32-byte node appended to a global linked list: still
  *     reachable at exit (abandoned, not leaked).
+ * With "nodump" as argv[1] or argv[2], it first makes itself non-dumpable, as
+ * agents that hold keys do: only root may then read its memory.
  * Nothing else allocates: no stdio.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include "heapgen.h"
 
 struct node {
@@ -44,6 +47,8 @@ __attribute__((noipa)) void scrub(void) {
 
 int main(int argc, char **argv) {
     int leak = !(argc > 1 && strcmp(argv[1], "noleak") == 0);
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "nodump") == 0) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     HEAPGEN_MARK("start");
     for (int c = 1; c <= 6; c++) {
         if (leak) lose_block();
