@@ -11,14 +11,19 @@
  *   traced process image (the program itself, each forked child, each
  *   exec'd program) connects a socket of its own (close-on-exec, moved to a
  *   number >= 500), checks with SO_PEERCRED that the peer is the collector's
- *   pid and our user (or root), makes its own anonymous segment with
+ *   pid (0 when the shim runs in a PID namespace the collector is not in)
+ *   and our user (or root), makes its own anonymous segment with
  *   memfd_create (mode 0600; its name "heapgen" is only a label in
  *   /proc/PID/maps, nothing can open a memfd by name), lays out an hg_header, and sends one hg_hello
  *   message carrying the memfd (SCM_RIGHTS). A forked child's connection is
  *   made by its parent in the fork's prepare handler and inherited, so the
  *   collector sees it before fork() returns. The collector accepts only
  *   peers of its own user (SO_PEERCRED; any user if it runs as root),
- *   checks that the hello's pid is its sender's (SCM_CREDENTIALS), maps the
+ *   checks that the hello's pid is its sender's (SCM_CREDENTIALS) or, for a
+ *   sender in a PID namespace below the collector's, the last of its
+ *   /proc/PID/status NSpid list (the collector then uses its own numbers for
+ *   the image and its parent, and maps the child pids that image's wait
+ *   reports back through that namespace), maps the
  *   segment and answers by storing HG_STATE_ACCEPTED or HG_STATE_DECLINED
  *   into header.state. It keeps each traced image's connection open until
  *   the image ends: the shim sees the collector die by HUP on it (a zombie

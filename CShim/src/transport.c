@@ -96,14 +96,17 @@ pid_t hg_transport_collector_pid(void) { return collector_pid; }
 
 /* Is the peer of a connected socket the collector? Its pid, and our user
  * (or root: a collector started as root may trace a program that dropped
- * its privileges). */
+ * its privileges). Inside a PID namespace the collector is not in (unshare,
+ * bwrap, a container it started) the kernel gives its pid as 0: the user,
+ * and the private directory only that user can bind in, still vouch for it. */
 static int peer_is_collector(int fd)
 {
     struct ucred cr;
     socklen_t len = sizeof cr;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || len != sizeof cr)
         return 0;
-    return cr.pid == collector_pid && (cr.uid == getuid() || cr.uid == geteuid() || cr.uid == 0);
+    return (cr.pid == collector_pid || cr.pid == 0) &&
+           (cr.uid == getuid() || cr.uid == geteuid() || cr.uid == 0);
 }
 
 /* 1: connected to the collector (verified), 0: nobody listens there (or

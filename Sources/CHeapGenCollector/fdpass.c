@@ -150,6 +150,13 @@ static int reject(char *errbuf, size_t errlen, const char *fmt, long a) {
     return HG_RECV_MALFORMED;
 }
 
+/* A sender in a PID namespace below ours (unshare, bwrap, a container) names
+ * itself by its pid there: the kernel's own list of its pids must end in it. */
+static int in_namespace_as(pid_t sender, pid_t claimed) {
+    pid_t inner = 0, ppid = 0;
+    return hg_namespace_pids(sender, &inner, &ppid) > 1 && inner == claimed;
+}
+
 int hg_recv_hello(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *sender_pid,
                   char *errbuf, size_t errlen) {
     *fd = -1;
@@ -208,7 +215,7 @@ int hg_recv_hello(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *s
         if (hello->magic != HG_PROTOCOL_MAGIC) status = reject(errbuf, errlen, "hello with bad magic%.0ld", 0);
         else if (hello->version != HG_PROTOCOL_VERSION)
             status = reject(errbuf, errlen, "hello with unsupported protocol version %ld", (long)hello->version);
-        else if (*sender_pid != 0 && hello->pid != *sender_pid)
+        else if (*sender_pid != 0 && hello->pid != *sender_pid && !in_namespace_as(*sender_pid, hello->pid))
             status = reject(errbuf, errlen, "hello claims a pid other than its sender's (%ld)", (long)*sender_pid);
     }
     if (status != HG_RECV_OK) {

@@ -140,6 +140,49 @@ ssize_t hg_read_proc_file(pid_t pid, const char *name, char *buf, size_t len) {
     return (ssize_t)got;
 }
 
+/* The value of "Key:" in /proc/<pid>/status, as up to `max` numbers; the count. */
+static int status_numbers(pid_t pid, const char *key, long *out, int max) {
+    char buf[4096];
+    ssize_t n = hg_read_proc_file(pid, "status", buf, sizeof buf - 1);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    size_t klen = strlen(key);
+    for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, key, klen) != 0 || line[klen] != ':') continue;
+        char *p = line + klen + 1;
+        int count = 0;
+        while (count < max) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p) break;
+            out[count++] = v;
+            p = end;
+        }
+        return count;
+    }
+    return 0;
+}
+
+int hg_namespace_pids(pid_t pid, pid_t *inner, pid_t *ppid) {
+    long nspid[32];
+    int depth = status_numbers(pid, "NSpid", nspid, 32);
+    long parent = 0;
+    if (depth <= 0 || nspid[0] != pid || status_numbers(pid, "PPid", &parent, 1) != 1) return 0;
+    *inner = (pid_t)nspid[depth - 1];
+    *ppid = (pid_t)parent;
+    return depth;
+}
+
+unsigned long long hg_pid_namespace(pid_t pid) {
+    char path[64], link[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)pid);
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    if (n <= 0) return 0;
+    link[n] = 0;
+    const char *open = strchr(link, '[');   /* "pid:[4026531836]" */
+    return open ? strtoull(open + 1, NULL, 10) : 0;
+}
+
 /* ------------------------------------------------------------------ waits */
 
 #include <sys/prctl.h>

@@ -143,7 +143,8 @@ final class RecordingLoop {
         self.rootExecutable = rootExecutable
         let root = PidEntry(pid: rootPid, pidfd: rootPidfd)
         pids[rootPid] = root
-        drainer.childExited = { [unowned self] pid, raw in
+        drainer.childExited = { [unowned self] parent, pid, raw in
+            guard let pid = self.collectorPid(pid, reportedBy: parent) else { return }
             self.reportedStatus[pid] = ExitStatus.fromWaitStatus(raw)
         }
     }
@@ -400,7 +401,7 @@ final class RecordingLoop {
             pollDirty = true
             helloCount += 1
             lastHelloTime = monotonicNanoseconds()
-            accept(hello: hello, fd: fd, connection: conn)
+            accept(hello: hello, sender: sender, fd: fd, connection: conn)
         case Int(HG_RECV_AGAIN.rawValue):
             return
         case Int(HG_RECV_MALFORMED.rawValue):
@@ -457,7 +458,7 @@ final class RecordingLoop {
     }
 
     /// Validates, maps and classifies one segment, and answers the shim.
-    private func accept(hello: hg_hello, fd: Int32, connection: Int32) {
+    private func accept(hello: hg_hello, sender: Int32, fd: Int32, connection: Int32) {
         var hello = hello
         var file = stat()
         let segmentFile = fstat(fd, &file) == 0 ? (UInt64(file.st_dev), UInt64(file.st_ino)) : (UInt64(0), UInt64(0))
@@ -469,6 +470,18 @@ final class RecordingLoop {
             raw.deallocate()
             warn("refused the segment of process \(hello.pid): \(cString(err))")
             return
+        }
+        // An image in a PID namespace below ours (unshare, bwrap, a container) gave its pid
+        // there; the kernel's (SCM_CREDENTIALS) is the one /proc, pidfds and ptrace know.
+        var pidNamespace: (inode: UInt64, pid: Int32)?
+        if sender > 0 && raw.pointee.pid != sender {
+            var inner: pid_t = 0
+            var ppid: pid_t = 0
+            if hg_namespace_pids(sender, &inner, &ppid) > 1 {
+                pidNamespace = (UInt64(hg_pid_namespace(sender)), inner)
+                raw.pointee.pid = sender
+                raw.pointee.ppid = ppid
+            }
         }
         let pid = raw.pointee.pid
 
@@ -550,6 +563,7 @@ final class RecordingLoop {
         usedPaths.insert(path)
         writer.keepsSymbolInputs = options.storeSymbols
         let seg = Segment(raw: raw, origin: origin, image: image, path: path, writer: writer)
+        seg.pidNamespace = pidNamespace
         if options.aggregate {
             do {
                 try writer.markAggregated()
@@ -637,6 +651,20 @@ final class RecordingLoop {
     }
 
     // MARK: - Process ends
+
+    /// The collector's pid of a child that `parent` reaped, which the parent's `wait` gave
+    /// in the parent's own PID namespace: the traced image known by that number there.
+    /// nil for a child heapgen does not trace (its status is nobody's business).
+    private func collectorPid(_ pid: Int32, reportedBy parent: Segment) -> Int32? {
+        guard let space = parent.pidNamespace else { return pid }
+        for entry in pids.values {
+            if let ns = entry.segment?.pidNamespace, ns.inode == space.inode && ns.pid == pid { return entry.pid }
+        }
+        for item in awaitingStatus {
+            if let ns = item.entry.segment?.pidNamespace, ns.inode == space.inode && ns.pid == pid { return item.entry.pid }
+        }
+        return nil
+    }
 
     /// The process behind `entry` is gone: finish its trace, reap the root.
     private func processGone(_ entry: PidEntry) {

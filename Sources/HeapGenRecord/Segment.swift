@@ -38,6 +38,9 @@ final class Segment {
     var lostReported: UInt64 = 0
     /// Order of acceptance in the recording (0 = first).
     var sequence = 0
+    /// For an image in a PID namespace below the collector's: that namespace (its inode)
+    /// and the image's pid there, the number its parent's `wait` reports it by.
+    var pidNamespace: (inode: UInt64, pid: Int32)?
     /// Slots consumed.
     var consumed: UInt64 = 0
     /// When the drainer last saw a mark made by the program or from outside

@@ -26,8 +26,9 @@ final class SegmentDrainer {
     let controlChannel = ControlChannel()
     /// Live heaps taken at HG_K_FORK records, for the children's traces.
     let forks = ForkSnapshots()
-    /// Told of HG_K_CHILD_EXIT records: (child pid, raw wait status).
-    var childExited: ((Int32, Int32) -> Void)?
+    /// Told of HG_K_CHILD_EXIT records: (the reporting parent, child pid as the parent
+    /// knows it, raw wait status).
+    var childExited: ((Segment, Int32, Int32) -> Void)?
     /// Told of every module a program maps (HG_K_MODULE_LOAD), after its trace has it.
     var moduleMapped: ((ModuleRecord) -> Void)?
 
@@ -300,7 +301,7 @@ final class SegmentDrainer {
             w.threadStart(tid: s.aux)
             seg.threadsSeen &+= 1
         case UInt32(HG_K_CHILD_EXIT.rawValue):
-            childExited?(Int32(truncatingIfNeeded: s.addr), Int32(truncatingIfNeeded: s.size_kind & sizeMask))
+            childExited?(seg, Int32(truncatingIfNeeded: s.addr), Int32(truncatingIfNeeded: s.size_kind & sizeMask))
         default:
             // HG_K_STACK_TRUNC (reserved) and unknown kinds: skipped.
             seg.badRecords &+= 1

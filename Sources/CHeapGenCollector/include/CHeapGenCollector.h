@@ -229,7 +229,8 @@ enum hg_recv_status {
  * message of sizeof(hg_hello) bytes with the right magic and version and
  * exactly one SCM_RIGHTS fd (received close-on-exec); anything else is
  * rejected and every fd it carried is closed. *sender_pid is the sender's pid
- * as reported by the kernel (SCM_CREDENTIALS), or 0 if none came. */
+ * as reported by the kernel (SCM_CREDENTIALS), or 0 if none came; the hello's
+ * own pid is that one, or the sender's pid in a PID namespace below ours. */
 int hg_recv_hello(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *sender_pid,
                   char *errbuf, size_t errlen);
 
@@ -243,6 +244,17 @@ int hg_maps_contain(pid_t pid, uint64_t dev, uint64_t ino);
  * this "NAME=value" entry? 1 yes, 0 no, -1 /proc unreadable. Only processes
  * we may read are seen (our user's). */
 int hg_any_process_has_env(const char *entry);
+
+/* A process in a PID namespace below ours knows itself by another number.
+ * From /proc/<pid>/status, as we see it: *inner its pid in its own (innermost)
+ * namespace, *ppid its parent's pid in ours (0 when the parent is not ours to
+ * see). Returns the number of namespaces it has a pid in (1: only ours), or 0
+ * when /proc cannot tell. */
+int hg_namespace_pids(pid_t pid, pid_t *inner, pid_t *ppid);
+
+/* The inode of the PID namespace `pid` lives in (/proc/<pid>/ns/pid), 0 when
+ * unreadable: the identity that tells two namespaces' "pid 2" apart. */
+unsigned long long hg_pid_namespace(pid_t pid);
 
 /* pidfd_open(2) via syscall; returns the fd (CLOEXEC) or -errno. */
 int hg_pidfd_open(pid_t pid);
