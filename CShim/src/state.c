@@ -36,6 +36,16 @@ HG_TLS uintptr_t hg_guard_frame;
 static uint32_t armed_fallback = 1;
 volatile uint32_t *g_hg_armed = &armed_fallback;
 
+/* Is this the process g_hg's segment belongs to, or a fork or clone child not
+ * set up yet? The wipe-on-fork word reads 0 exactly in the latter. A pid
+ * compare is only the fallback where the kernel has no such page: a child
+ * can have its parent's pid number, in a PID namespace of its own (pid 1
+ * starting a nested namespace's init). */
+static int owns_segment(void)
+{
+    return g_hg_armed != &armed_fallback ? *g_hg_armed != 0 : g_hg.pid == getpid();
+}
+
 /* Settings read once from the environment. */
 static uint64_t cfg_ring_slots = HG_DEFAULT_RING_SLOTS;
 static uint64_t cfg_arena_bytes = (uint64_t)HG_DEFAULT_ARENA_MB << 20;
@@ -284,7 +294,7 @@ static void become_child(hg_owned_fd *conn)
 
 static void fork_child(void)
 {
-    if (g_hg_phase != 2 || g_hg.pid == getpid()) {
+    if (g_hg_phase != 2 || owns_segment()) {
         /* Untraced, or hg_new_process already ran (a handler registered
          * before ours allocated). */
         hg_modules_fork_child();
@@ -301,10 +311,6 @@ int hg_new_process(void)
 {
     if (g_hg_phase != 2 || hg_guard != 0)
         return 0;
-    if (getpid() == g_hg.pid) {
-        *g_hg_armed = 1;
-        return 1;
-    }
     hg_owned_fd none = { .fd = -1 };
     become_child(&none);
     return g_hg_phase == 2;
@@ -394,7 +400,7 @@ static size_t put_hex(char *out, uintptr_t v)
 static void hg_leak_scan_at_exit(void *unused)
 {
     (void)unused;
-    if (g_hg_phase != 2 || g_hg.hdr == NULL || g_hg.pid != getpid())
+    if (g_hg_phase != 2 || g_hg.hdr == NULL || !owns_segment())
         return;
     static const char head[] = "{\"op\":\"scan\",\"exit\":true,\"sp\":\"0x";
     static const char lsan[] = "\",\"lsan\":\"0x";
@@ -445,7 +451,7 @@ int hg_retention_at(const char *label, size_t len)
  * JSON-escaped into the request (control characters as \u00XX). */
 void hg_retention_scan(const char *label, size_t len, uintptr_t ra, uintptr_t ra_slot)
 {
-    if (g_hg.hdr == NULL || g_hg.pid != getpid())
+    if (g_hg.hdr == NULL || !owns_segment())
         return;
     static const char head[] = "{\"op\":\"scan\",\"judge\":false,\"sp\":\"0x";
     static const char caller[] = "\",\"ra\":\"0x";

@@ -153,8 +153,9 @@ static int reject(char *errbuf, size_t errlen, const char *fmt, long a) {
 /* A sender in a PID namespace below ours (unshare, bwrap, a container) names
  * itself by its pid there: the kernel's own list of its pids must end in it. */
 static int in_namespace_as(pid_t sender, pid_t claimed) {
-    pid_t inner = 0, ppid = 0;
-    return hg_namespace_pids(sender, &inner, &ppid) > 1 && inner == claimed;
+    pid_t pids[HG_MAX_PID_NAMESPACES], ppid = 0;
+    int n = hg_namespace_pids(sender, pids, HG_MAX_PID_NAMESPACES, &ppid);
+    return n > 1 && pids[n - 1] == claimed;
 }
 
 int hg_recv_hello(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *sender_pid,

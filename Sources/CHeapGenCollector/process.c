@@ -163,24 +163,14 @@ static int status_numbers(pid_t pid, const char *key, long *out, int max) {
     return 0;
 }
 
-int hg_namespace_pids(pid_t pid, pid_t *inner, pid_t *ppid) {
-    long nspid[32];
-    int depth = status_numbers(pid, "NSpid", nspid, 32);
+int hg_namespace_pids(pid_t pid, pid_t *pids, int max, pid_t *ppid) {
+    long nspid[HG_MAX_PID_NAMESPACES];
+    int depth = status_numbers(pid, "NSpid", nspid, HG_MAX_PID_NAMESPACES);
     long parent = 0;
-    if (depth <= 0 || nspid[0] != pid || status_numbers(pid, "PPid", &parent, 1) != 1) return 0;
-    *inner = (pid_t)nspid[depth - 1];
+    if (depth <= 0 || depth > max || nspid[0] != pid || status_numbers(pid, "PPid", &parent, 1) != 1) return 0;
+    for (int i = 0; i < depth; i++) pids[i] = (pid_t)nspid[i];
     *ppid = (pid_t)parent;
     return depth;
-}
-
-unsigned long long hg_pid_namespace(pid_t pid) {
-    char path[64], link[64];
-    snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)pid);
-    ssize_t n = readlink(path, link, sizeof link - 1);
-    if (n <= 0) return 0;
-    link[n] = 0;
-    const char *open = strchr(link, '[');   /* "pid:[4026531836]" */
-    return open ? strtoull(open + 1, NULL, 10) : 0;
 }
 
 /* ------------------------------------------------------------------ waits */

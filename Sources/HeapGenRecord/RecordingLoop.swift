@@ -473,12 +473,13 @@ final class RecordingLoop {
         }
         // An image in a PID namespace below ours (unshare, bwrap, a container) gave its pid
         // there; the kernel's (SCM_CREDENTIALS) is the one /proc, pidfds and ptrace know.
-        var pidNamespace: (inode: UInt64, pid: Int32)?
+        var namespacePids: [Int32]?
         if sender > 0 && raw.pointee.pid != sender {
-            var inner: pid_t = 0
+            var list = [pid_t](repeating: 0, count: Int(HG_MAX_PID_NAMESPACES))
             var ppid: pid_t = 0
-            if hg_namespace_pids(sender, &inner, &ppid) > 1 {
-                pidNamespace = (UInt64(hg_pid_namespace(sender)), inner)
+            let n = Int(hg_namespace_pids(sender, &list, Int32(list.count), &ppid))
+            if n > 1 {
+                namespacePids = Array(list.prefix(n))
                 raw.pointee.pid = sender
                 raw.pointee.ppid = ppid
             }
@@ -563,7 +564,7 @@ final class RecordingLoop {
         usedPaths.insert(path)
         writer.keepsSymbolInputs = options.storeSymbols
         let seg = Segment(raw: raw, origin: origin, image: image, path: path, writer: writer)
-        seg.pidNamespace = pidNamespace
+        seg.namespacePids = namespacePids
         if options.aggregate {
             do {
                 try writer.markAggregated()
@@ -653,17 +654,14 @@ final class RecordingLoop {
     // MARK: - Process ends
 
     /// The collector's pid of a child that `parent` reaped, which the parent's `wait` gave
-    /// in the parent's own PID namespace: the traced image known by that number there.
-    /// nil for a child heapgen does not trace (its status is nobody's business).
+    /// in the parent's own PID namespace: the traced child known by that number there (the
+    /// child may live in a namespace below the parent's). nil for a child heapgen does not
+    /// trace, or one another process adopted.
     private func collectorPid(_ pid: Int32, reportedBy parent: Segment) -> Int32? {
-        guard let space = parent.pidNamespace else { return pid }
-        for entry in pids.values {
-            if let ns = entry.segment?.pidNamespace, ns.inode == space.inode && ns.pid == pid { return entry.pid }
-        }
-        for item in awaitingStatus {
-            if let ns = item.entry.segment?.pidNamespace, ns.inode == space.inode && ns.pid == pid { return item.entry.pid }
-        }
-        return nil
+        let depth = parent.namespaceDepth
+        guard depth > 0 else { return pid }
+        let children = pids.values.compactMap(\.segment) + awaitingStatus.compactMap(\.entry.segment)
+        return children.first { $0.ppid == parent.pid && $0.pid(atDepth: depth) == pid }?.pid
     }
 
     /// The process behind `entry` is gone: finish its trace, reap the root.

@@ -38,9 +38,19 @@ final class Segment {
     var lostReported: UInt64 = 0
     /// Order of acceptance in the recording (0 = first).
     var sequence = 0
-    /// For an image in a PID namespace below the collector's: that namespace (its inode)
-    /// and the image's pid there, the number its parent's `wait` reports it by.
-    var pidNamespace: (inode: UInt64, pid: Int32)?
+    /// For an image in a PID namespace below the collector's: its pid in each namespace from
+    /// the collector's (`pid`) down to its own. Its parent's `wait` reports it by the one of
+    /// the parent's namespace.
+    var namespacePids: [Int32]?
+
+    /// The image's pid in the namespace `depth` levels below the collector's.
+    func pid(atDepth depth: Int) -> Int32? {
+        guard let list = namespacePids else { return depth == 0 ? pid : nil }
+        return depth < list.count ? list[depth] : nil
+    }
+
+    /// How many PID namespaces below the collector's the image lives in.
+    var namespaceDepth: Int { (namespacePids?.count ?? 1) - 1 }
     /// Slots consumed.
     var consumed: UInt64 = 0
     /// When the drainer last saw a mark made by the program or from outside

@@ -245,16 +245,13 @@ int hg_maps_contain(pid_t pid, uint64_t dev, uint64_t ino);
  * we may read are seen (our user's). */
 int hg_any_process_has_env(const char *entry);
 
-/* A process in a PID namespace below ours knows itself by another number.
- * From /proc/<pid>/status, as we see it: *inner its pid in its own (innermost)
- * namespace, *ppid its parent's pid in ours (0 when the parent is not ours to
- * see). Returns the number of namespaces it has a pid in (1: only ours), or 0
- * when /proc cannot tell. */
-int hg_namespace_pids(pid_t pid, pid_t *inner, pid_t *ppid);
-
-/* The inode of the PID namespace `pid` lives in (/proc/<pid>/ns/pid), 0 when
- * unreadable: the identity that tells two namespaces' "pid 2" apart. */
-unsigned long long hg_pid_namespace(pid_t pid);
+/* A process in a PID namespace below ours knows itself by other numbers.
+ * From /proc/<pid>/status, as we see it: pids[0..n) its pid in each namespace
+ * from ours (pids[0] == pid) down to its own, *ppid its parent's pid in ours
+ * (0 when the parent is not ours to see). Returns n (1: only ours), or 0 when
+ * /proc cannot tell or there are more than `max`. The kernel nests at most 32. */
+#define HG_MAX_PID_NAMESPACES 33
+int hg_namespace_pids(pid_t pid, pid_t *pids, int max, pid_t *ppid);
 
 /* pidfd_open(2) via syscall; returns the fd (CLOEXEC) or -errno. */
 int hg_pidfd_open(pid_t pid);

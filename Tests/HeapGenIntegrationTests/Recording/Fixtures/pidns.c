@@ -6,7 +6,10 @@
  * 100 × 48 B, forks a grandchild (pid 2 there) that keeps 200 × 24 B and
  * exits 7, reaps it, and exits 3. The program then keeps 10 × 16 B and
  * exits 0 if every status and pid was as expected. Output: one line.
- * Exit 2: no namespace could be made (neither as root nor in a user namespace).
+ * With "nested" as argv[1], all that runs in a process that is itself pid 1
+ * of a namespace: the nested namespace's init then has its parent's pid
+ * number, 1. Exit 2: no namespace could be made (neither as root nor in a
+ * user namespace).
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -35,11 +38,26 @@ static int run_init(void) {
     return getpid() == 1 ? 3 : 4;
 }
 
-int main(void) {
+static int new_namespace(void) {
     if (unshare(CLONE_NEWPID) != 0 && unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0) {
         perror("pidns: unshare");
-        return 2;
+        return 0;
     }
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "nested") == 0) {
+        if (!new_namespace()) return 2;
+        pid_t outer = fork();
+        if (outer != 0) {
+            int st = 0;
+            if (outer < 0 || waitpid(outer, &st, 0) != outer) return 6;
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+        }
+        if (getpid() != 1) return 11;
+    }
+    if (!new_namespace()) return 2;
     pid_t init = fork();
     if (init == 0) _exit(run_init());
     int st = 0;
