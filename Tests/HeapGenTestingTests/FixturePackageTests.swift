@@ -31,7 +31,10 @@ final class FixturePackageTests: XCTestCase {
         let scratch = base + "/build"
         try? fm.removeItem(atPath: source)
         try fm.createDirectory(atPath: base, withIntermediateDirectories: true)
-        try fm.copyItem(atPath: TestPaths.fixtures + "/FixturePackage", toPath: source)
+        // cp, not FileManager.copyItem: that also copies the owner, which only root may
+        // (a developer's checkout made by root, a CI cache) and fails the copy for anyone else.
+        let copy = try Run.run("/bin/cp", ["-R", TestPaths.fixtures + "/FixturePackage", source], timeout: 60)
+        guard copy.status == 0 else { throw TestSupportError("cannot copy the fixture package:\n\(copy.transcript)") }
         var env = ProcessInfo.processInfo.environment
         env["HEAPGEN_PACKAGE_ROOT"] = TestPaths.repoRoot
         let swift = try TestPaths.swift()
