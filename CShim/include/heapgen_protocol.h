@@ -6,7 +6,9 @@
  *   `heapgen record` makes a private directory (mkdtemp, mode 0700, under
  *   $XDG_RUNTIME_DIR if that is an absolute path to a directory of ours,
  *   else $TMPDIR, else /tmp) holding one listening AF_UNIX SOCK_SEQPACKET
- *   socket, and tells the target its path (HEAPGEN_SOCK=<path>) and the
+ *   socket "s" (as root: a directory of mode 0711 and a socket of mode 0777
+ *   named by 32 random hex digits, so that a program that dropped its
+ *   privileges still connects and nobody not given the path can find it), and tells the target its path (HEAPGEN_SOCK=<path>) and the
  *   collector's pid (HEAPGEN_COLLECTOR). No descriptor is inherited. Every
  *   traced process image (the program itself, each forked child, each
  *   exec'd program) connects a socket of its own (close-on-exec, moved to a

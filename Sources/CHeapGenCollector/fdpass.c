@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -21,6 +22,21 @@ static int usable_dir(const char *dir) {
     return dir && dir[0] == '/' && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && access(dir, W_OK | X_OK) == 0;
 }
 
+/* The path of the one entry of a collector's directory, its socket ("s",
+ * or a random name as root). 0 when there is none or more than one. */
+static int socket_in(const char *dir, char *out, size_t len) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int found = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+        if (found++ == 0) snprintf(out, len, "%s/%s", dir, de->d_name);
+    }
+    closedir(d);
+    return found == 1;
+}
+
 /* Removes the directories of collectors that were killed (SIGKILL leaves
  * no chance to clean up) in `base`: ours, named heapgen-XXXXXX, whose
  * socket nobody listens on any more (refused). A live collector's socket
@@ -31,12 +47,13 @@ static void remove_stale(const char *base) {
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (strncmp(de->d_name, "heapgen-", 8) != 0 || strlen(de->d_name) != 14) continue;
-        char dir[160], sock[176];
+        char dir[160], sock[208];
         snprintf(dir, sizeof dir, "%s/%s", base, de->d_name);
-        snprintf(sock, sizeof sock, "%s/s", dir);
         struct stat st;
-        if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0777) != 0700)
+        if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+            ((st.st_mode & 0777) != 0700 && (st.st_mode & 0777) != 0711))
             continue;
+        if (!socket_in(dir, sock, sizeof sock)) continue;
         /* Bound more than a minute ago: not one between its bind and listen. */
         if (lstat(sock, &st) != 0 || !S_ISSOCK(st.st_mode) || time(NULL) - st.st_ctime < 60 ||
             strlen(sock) >= sizeof(((struct sockaddr_un *)0)->sun_path))
@@ -55,9 +72,23 @@ static void remove_stale(const char *base) {
     closedir(d);
 }
 
+/* As root, the program may drop its privileges and then fork or exec (servers
+ * start their workers so): processes of any user must reach the socket. The
+ * directory is then 0711 and the socket 0777, and the socket's name is 128
+ * random bits that only processes given HEAPGEN_SOCK know (nobody else can
+ * list the directory); hg_rendezvous_accept takes any user's connection. */
+static int shared_rendezvous(void) { return geteuid() == 0; }
+
 int hg_rendezvous_open(hg_rendezvous *rv) {
     memset(rv, 0, sizeof *rv);
     rv->fd = -1;
+    char name[33] = "s";
+    if (shared_rendezvous()) {
+        unsigned char secret[16];
+        if (getrandom(secret, sizeof secret, 0) != (ssize_t)sizeof secret) return -EIO;
+        for (int i = 0; i < 16; i++) snprintf(name + 2 * i, 3, "%02x", secret[i]);
+    }
+    size_t name_len = strlen(name);
     const char *candidates[3] = {getenv("XDG_RUNTIME_DIR"), getenv("TMPDIR"), "/tmp"};
     int made = 0;
     int err = ENOENT;
@@ -69,8 +100,8 @@ int hg_rendezvous_open(hg_rendezvous *rv) {
             struct stat st;
             if (stat(base, &st) != 0 || st.st_uid != geteuid()) continue;
         }
-        /* dir + "/heapgen-XXXXXX" + "/s" must fit in sun_path. */
-        if (strlen(base) + 17 + 2 >= sizeof(((struct sockaddr_un *)0)->sun_path)) continue;
+        /* dir + "/heapgen-XXXXXX" + "/" + name must fit in sun_path. */
+        if (strlen(base) + 15 + 1 + name_len >= sizeof(((struct sockaddr_un *)0)->sun_path)) continue;
         remove_stale(base);
         snprintf(rv->dir, sizeof rv->dir, "%s/heapgen-XXXXXX", base);
         if (mkdtemp(rv->dir) == NULL) {
@@ -81,14 +112,15 @@ int hg_rendezvous_open(hg_rendezvous *rv) {
     }
     if (!made) return -err;
     /* mkdtemp makes it 0700 already; say so even under an odd umask. */
-    (void)chmod(rv->dir, 0700);
+    (void)chmod(rv->dir, shared_rendezvous() ? 0711 : 0700);
     size_t dlen = strlen(rv->dir);
-    if (dlen + 3 > sizeof rv->path) { /* cannot happen: checked above */
+    if (dlen + 1 + name_len + 1 > sizeof rv->path) { /* cannot happen: checked above */
         rmdir(rv->dir);
         return -ENAMETOOLONG;
     }
     memcpy(rv->path, rv->dir, dlen);
-    memcpy(rv->path + dlen, "/s", 3);
+    rv->path[dlen] = '/';
+    memcpy(rv->path + dlen + 1, name, name_len + 1);
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         err = errno;
@@ -99,7 +131,8 @@ int hg_rendezvous_open(hg_rendezvous *rv) {
     memset(&addr, 0, sizeof addr);
     addr.sun_family = AF_UNIX;
     memcpy(addr.sun_path, rv->path, strlen(rv->path));
-    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(fd, 128) != 0) {
+    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+        (shared_rendezvous() && chmod(rv->path, 0777) != 0) || listen(fd, 128) != 0) {
         err = errno;
         close(fd);
         unlink(rv->path);
@@ -132,7 +165,7 @@ int hg_rendezvous_accept(int listen_fd, int *conn, int32_t *peer_pid) {
         return -EPERM;
     }
     *peer_pid = cr.pid;
-    /* Our user only; as root, anybody who could reach the 0700 directory
+    /* Our user only; as root, anybody who knew the socket's secret name
      * (a program that dropped its privileges after we started it). */
     if (cr.uid != geteuid() && geteuid() != 0) {
         close(fd);

@@ -204,7 +204,7 @@ int hg_read_module(const hg_segment *seg, uint32_t ref, hg_module_info *info,
 typedef struct hg_rendezvous {
     int fd;            /* listening, non-blocking, close-on-exec */
     char dir[108];
-    char path[108];    /* dir + "/s": HEAPGEN_SOCK */
+    char path[108];    /* dir + "/s" (as root: dir + "/" + 32 random hex digits): HEAPGEN_SOCK */
 } hg_rendezvous;
 
 /* Makes the directory under $XDG_RUNTIME_DIR (if ours), else $TMPDIR, else
