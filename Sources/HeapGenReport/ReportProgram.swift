@@ -32,9 +32,17 @@ extension Report {
 
         /// The name the program was started as: `argv[0]`'s last component (`redis-server`,
         /// not the `redis-check-rdb` its symbolic link points to), else the executable's.
+        /// A server that rewrote its title over `argv` (`nginx: worker process`,
+        /// `redis-server *:6379`, `postgres: checkpointer`) is named by the title's first word.
         public var name: String {
-            if let first = args.first, !first.isEmpty { return OwnCode.baseName(first) }
-            return path.isEmpty ? "program" : OwnCode.baseName(path)
+            guard let first = args.first, !first.isEmpty else {
+                return path.isEmpty ? "program" : OwnCode.baseName(path)
+            }
+            let whole = OwnCode.baseName(first)
+            guard first.contains(" "), whole != OwnCode.baseName(path),
+                  let word = first.split(separator: " ").first else { return whole }
+            let title = OwnCode.baseName(String(word.hasSuffix(":") ? word.dropLast() : word))
+            return title.isEmpty ? whole : title
         }
 
         /// `args` as a shell would need them typed: empty arguments as `''`, arguments with

@@ -309,3 +309,24 @@ final class TextReportTests: XCTestCase {
         XCTAssertFalse(TextStyle.shouldColor(fileDescriptor: 1, environment: ["NO_COLOR": "1"]))
     }
 }
+
+final class ProgramNameTests: XCTestCase {
+    private func name(_ path: String, _ args: [String]) -> String {
+        ModelReport.Program(path: path, args: args, pid: 1, exitStatus: 0, signal: nil).name
+    }
+
+    func testArgvZeroNamesTheProgramEvenThroughASymbolicLink() {
+        XCTAssertEqual(name("/usr/bin/redis-check-rdb", ["redis-server", "--port", "0"]), "redis-server")
+        XCTAssertEqual(name("/opt/My App/bin/app", ["/opt/My App/bin/app"]), "app", "a path with a space is still a path")
+        XCTAssertEqual(name("/usr/bin/tool", []), "tool")
+        XCTAssertEqual(name("", []), "program")
+    }
+
+    /// Servers write their title over argv, as one string: before, nginx's workers were
+    /// named "nginx.conf -g daemon off;" (the last component of that whole string).
+    func testARewrittenTitleIsNamedByItsFirstWord() {
+        XCTAssertEqual(name("/usr/sbin/nginx", ["nginx: master process nginx -c /tmp/ng/nginx.conf -g daemon off;"]), "nginx")
+        XCTAssertEqual(name("/usr/bin/redis-check-rdb", ["redis-server *:6379"]), "redis-server")
+        XCTAssertEqual(name("/usr/lib/postgresql/15/bin/postgres", ["postgres: checkpointer "]), "postgres")
+    }
+}
