@@ -366,7 +366,10 @@ extension GenerationAnalyzer {
         } else if judged < 2 {
             notes.append("Only \(cycles) cycle\(cycles == 1 ? "" : "s") with a warm-up of \(warmUp): at least 2 cycles after the warm-up are needed to judge growth, so there are no abandoned or cache findings.")
         }
-        if totals.lostEvents > 0 || totals.tornEvents > 0 {
+        if let cut = end?.cutShortBy, totals.lostEvents == 0 {
+            // Threads the exec or the signal stopped inside malloc or free: their image is gone.
+            notes.append("\(totals.tornEvents) allocator call\(totals.tornEvents == 1 ? " was" : "s were") cut short by \(cut) (a thread was inside it) and \(totals.tornEvents == 1 ? "is" : "are") not in the trace.")
+        } else if totals.lostEvents > 0 || totals.tornEvents > 0 {
             notes.append("The shim lost \(totals.lostEvents) and discarded \(totals.tornEvents) torn events: counts and findings may be off.")
         }
         if totals.duplicateAllocations > 0 {

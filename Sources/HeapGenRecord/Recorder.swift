@@ -169,7 +169,12 @@ public final class Recorder {
             if trace.badStacks > 0 { problems.append("\(HumanUnits.count(trace.badStacks)) allocations with an unreadable stack (kept without one)") }
             if trace.undefinedTypes > 0 { problems.append("\(HumanUnits.count(trace.undefinedTypes)) allocations naming an unknown type (kept without one)") }
             if trace.badRecords > 0 { problems.append("\(HumanUnits.count(trace.badRecords)) unreadable metadata records skipped") }
-            if trace.end.tornEvents > 0 { problems.append("\(HumanUnits.count(trace.end.tornEvents)) half-written events discarded") }
+            if let cut = trace.end.cutShortBy {
+                // Not a fault: a thread was inside malloc or free when its image ended.
+                printDiagnostic("\(trace.path): \(HumanUnits.plural(trace.end.tornEvents, "allocator call")) cut short by \(cut) (a thread was inside), not recorded")
+            } else if trace.end.tornEvents > 0 {
+                problems.append("\(HumanUnits.count(trace.end.tornEvents)) half-written events discarded")
+            }
             if trace.droppedCounters { problems.append("counters the program overwrote with impossible values were dropped") }
             if let stopped = trace.stoppedEarly { problems.insert(stopped, at: 0) }
             if !problems.isEmpty {

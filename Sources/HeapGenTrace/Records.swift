@@ -1,5 +1,7 @@
 // Value types carried by heapgen trace records (see docs/trace-format.md).
 
+import HeapGenUnits
+
 /// The allocator entry point that produced an allocation (`alloc` record, function code 1…10).
 public enum AllocationFunction: UInt8, Sendable, CaseIterable {
     case malloc = 1, calloc, realloc, reallocarray, posixMemalign, alignedAlloc, memalign, valloc, pvalloc
@@ -136,6 +138,21 @@ public enum EndReason: UInt8, Sendable, CaseIterable {
 
 /// The last record of every complete trace: how the process ended and the
 /// shim's and collector's counters.
+extension EndRecord {
+    /// What ended a process image whose torn events are calls its end cut short: "the exec"
+    /// or "signal 9 (SIGKILL)", whose thread was inside `malloc` or `free` and never came
+    /// back. nil when there are none, or the image ended otherwise (then a torn event is a
+    /// fault: see ``tornEvents``).
+    public var cutShortBy: String? {
+        guard tornEvents > 0 else { return nil }
+        switch reason {
+        case .execed: return "the exec"
+        case .signaled: return HumanUnits.signal(status)
+        default: return nil
+        }
+    }
+}
+
 public struct EndRecord: Sendable, Equatable, Codable {
     public var reason: EndReason
     /// Exit code or signal number, per `reason`.

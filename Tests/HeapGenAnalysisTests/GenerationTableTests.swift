@@ -195,6 +195,24 @@ final class GenerationTableTests: XCTestCase {
         XCTAssertTrue(a.notes.contains { $0.contains("lost 7") }, "\(a.notes)")
     }
 
+    /// A thread inside malloc when its image exec'd or was killed leaves a claimed slot
+    /// that is never published: a call the end cut short, not a fault of the recording.
+    func testTornEventsAtAnExecOrKillAreCallsCutShort() throws {
+        for (end, says) in [(EndRecord(reason: .execed, tornEvents: 1), "1 allocator call was cut short by the exec"),
+                            (EndRecord(reason: .signaled, status: 9, tornEvents: 2),
+                             "2 allocator calls were cut short by signal 9 (SIGKILL)"),
+                            (EndRecord(reason: .exited, tornEvents: 1), "The shim lost 0 and discarded 1 torn events"),
+                            (EndRecord(reason: .execed, lostEvents: 3, tornEvents: 1), "The shim lost 3 and discarded 1")] {
+            let t = try TraceBuilder()
+            t.alloc(size: 8, stack: 1)
+            try t.finish(end)
+            let a = try t.analyze()
+            XCTAssertEqual(a.notes.filter { $0.contains("cut short") || $0.contains("torn") }.count, 1, "\(a.notes)")
+            XCTAssertTrue(a.notes.contains { $0.hasPrefix(says) }, "\(end): \(a.notes)")
+        }
+        XCTAssertNil(EndRecord(reason: .execed).cutShortBy, "no torn events, nothing cut short")
+    }
+
     func testStreamingFinishAndCopies() throws {
         let t = try TraceBuilder()
         t.mark()
