@@ -110,7 +110,8 @@ public enum DiffText {
     }
 
     static func unknown(_ f: SymbolicatedFrame) -> String {
-        (f.module.map { ($0.split(separator: "/").last.map(String.init) ?? $0) + " " } ?? "") + SymbolicatedFrame.formatAddress(f.address)
+        if let place = f.moduleAndOffset { return place }
+        return (f.module.map { ($0.split(separator: "/").last.map(String.init) ?? $0) + " " } ?? "") + SymbolicatedFrame.formatAddress(f.address)
     }
 
     static func amount(_ objects: UInt64, _ bytes: UInt64) -> String {

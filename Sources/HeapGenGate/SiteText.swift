@@ -36,9 +36,9 @@ public enum SiteText {
         return ""
     }
 
-    /// The short function name, else the full one, else the address.
+    /// The short function name, else the full one, else `module+0xOFFSET`, else the address.
     public static func functionName(_ frame: Report.Frame) -> String {
-        var name = frame.shortFunction ?? frame.function ?? Report.Frame.formatAddress(frame.address)
+        var name = frame.shortFunction ?? frame.function ?? frame.moduleAndOffset ?? Report.Frame.formatAddress(frame.address)
         if name.hasSuffix(" in ") { name += "top-level code" }
         return name
     }

@@ -19,9 +19,10 @@ enum HTMLText {
         return String(r)
     }
 
-    /// The name a frame is shown under: short Swift name, else the function, else the address.
+    /// The name a frame is shown under: short Swift name, else the function, else
+    /// `module+0xOFFSET`, else the address.
     static func frameName(_ frame: Report.Frame) -> String {
-        frame.shortFunction ?? frame.function ?? Report.Frame.formatAddress(frame.address)
+        frame.shortFunction ?? frame.function ?? frame.moduleAndOffset ?? Report.Frame.formatAddress(frame.address)
     }
 
     /// `file.c:12` (file name only), or nil without a file.

@@ -563,8 +563,12 @@ public enum TextReport {
         return fields.joined(separator: "\u{1f}")
     }
 
-    /// `function (dir/file:line)`, else `function (module)`, else `0xADDR (module)`.
+    /// `function (dir/file:line)`, else `function (module)`, else `module+0xOFFSET` (the same
+    /// in every run, for addr2line), else `0xADDR`.
     static func frameText(_ frame: Report.Frame, _ style: TextStyle) -> String {
+        if frame.function == nil && frame.shortFunction == nil, let place = frame.moduleAndOffset {
+            return place
+        }
         var text = frame.shortFunction.map(displayFunction) ?? frame.function.map(displayFunction)
             ?? Report.Frame.formatAddress(frame.address)
         var place: String?

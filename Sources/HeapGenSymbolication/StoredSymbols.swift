@@ -50,7 +50,7 @@ public struct StoredSymbols: Sendable {
         let frames = stored.enumerated().map { i, f in
             SymbolicatedFrame(function: f.function, shortFunction: f.shortFunction ?? f.function, file: f.file,
                               line: f.line, column: f.column, module: request.module.path, address: request.address,
-                              inlined: i < stored.count - 1)
+                              inlined: i < stored.count - 1, moduleOffset: request.moduleOffset)
         }
         return SymbolizationResult(frames: frames, moduleOffset: request.moduleOffset, stale: false)
     }

@@ -25,10 +25,13 @@ public struct SymbolicatedFrame: Codable, Sendable, Equatable {
     public var address: UInt64
     /// True for a frame inlined into the next one.
     public var inlined: Bool
+    /// ``address`` in ``module``'s own numbering (its ELF virtual address, what
+    /// `addr2line -e MODULE OFFSET` takes), the same in every run; `nil` without a module.
+    public var moduleOffset: UInt64?
 
     /// Creates a frame.
     public init(function: String? = nil, shortFunction: String? = nil, file: String? = nil, line: Int? = nil,
-                column: Int? = nil, module: String?, address: UInt64, inlined: Bool = false) {
+                column: Int? = nil, module: String?, address: UInt64, inlined: Bool = false, moduleOffset: UInt64? = nil) {
         self.function = function
         self.shortFunction = shortFunction
         self.file = file
@@ -37,10 +40,11 @@ public struct SymbolicatedFrame: Codable, Sendable, Equatable {
         self.module = module
         self.address = address
         self.inlined = inlined
+        self.moduleOffset = moduleOffset
     }
 
     private enum CodingKeys: String, CodingKey {
-        case function, shortFunction, file, line, column, module, address, inlined
+        case function, shortFunction, file, line, column, module, address, inlined, moduleOffset
     }
 
     /// Decodes a frame; `address` must be a `"0x…"` string.
@@ -59,6 +63,14 @@ public struct SymbolicatedFrame: Codable, Sendable, Equatable {
         }
         address = value
         inlined = try c.decode(Bool.self, forKey: .inlined)
+        // Absent in reports written before it existed.
+        if let offset = try c.decodeIfPresent(String.self, forKey: .moduleOffset) {
+            guard let value = Self.parseAddress(offset) else {
+                throw DecodingError.dataCorruptedError(forKey: .moduleOffset, in: c,
+                                                       debugDescription: "'\(offset)' is not a 0x… offset")
+            }
+            moduleOffset = value
+        }
     }
 
     /// Encodes every field; unknown ones as `null`, the address as `"0x…"`.
@@ -72,6 +84,15 @@ public struct SymbolicatedFrame: Codable, Sendable, Equatable {
         try c.encode(module, forKey: .module)
         try c.encode(Self.formatAddress(address), forKey: .address)
         try c.encode(inlined, forKey: .inlined)
+        try c.encode(moduleOffset.map(Self.formatAddress), forKey: .moduleOffset)
+    }
+
+    /// `nginx+0x4b90e`: the module's last path component and the offset, for a frame whose
+    /// function is unknown (a stripped binary); `nil` without both.
+    public var moduleAndOffset: String? {
+        guard let module, let moduleOffset else { return nil }
+        let name = module.split(separator: "/").last.map(String.init) ?? module
+        return name + "+" + Self.formatAddress(moduleOffset)
     }
 
     /// `0x` and lowercase hex digits, no padding.

@@ -31,7 +31,8 @@ public struct SymbolizationResult: Sendable, Equatable {
     /// The answer for `request` when nothing resolved it: one frame with its module and
     /// address only.
     static func unresolved(_ request: SymbolizationRequest, stale: Bool) -> SymbolizationResult {
-        SymbolizationResult(frames: [SymbolicatedFrame(module: request.module.path, address: request.address)],
+        SymbolizationResult(frames: [SymbolicatedFrame(module: request.module.path, address: request.address,
+                                                                moduleOffset: request.moduleOffset)],
                             moduleOffset: request.moduleOffset, stale: stale)
     }
 }

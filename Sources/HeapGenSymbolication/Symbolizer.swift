@@ -242,6 +242,7 @@ public final class Symbolizer: @unchecked Sendable {
                 var frame = f
                 frame.module = r.module.path
                 frame.address = r.address
+                frame.moduleOffset = r.moduleOffset
                 return frame
             }, moduleOffset: r.moduleOffset, stale: stale[i]))
         }

@@ -52,7 +52,8 @@ final class ReportJSONTests: XCTestCase {
         XCTAssertTrue(finding["typeName"] is NSNull)
         XCTAssertTrue(finding["stackTruncatedAt"] is NSNull, "a whole stack")
         let frames = try XCTUnwrap(finding["frames"] as? [[String: Any]])
-        XCTAssertEqual(Set(frames[0].keys), ["function", "shortFunction", "file", "line", "column", "module", "address", "inlined"])
+        XCTAssertEqual(Set(frames[0].keys), ["function", "shortFunction", "file", "line", "column", "module", "address", "inlined",
+                                             "moduleOffset"])
         XCTAssertEqual(frames[0]["address"] as? String, "0x55d0c0ffee00")
         XCTAssertEqual(frames[1]["address"] as? String, "0xfffffffffffffff0")
         XCTAssertTrue(frames[1]["module"] is NSNull)
@@ -328,5 +329,28 @@ final class ProgramNameTests: XCTestCase {
         XCTAssertEqual(name("/usr/sbin/nginx", ["nginx: master process nginx -c /tmp/ng/nginx.conf -g daemon off;"]), "nginx")
         XCTAssertEqual(name("/usr/bin/redis-check-rdb", ["redis-server *:6379"]), "redis-server")
         XCTAssertEqual(name("/usr/lib/postgresql/15/bin/postgres", ["postgres: checkpointer "]), "postgres")
+    }
+}
+
+final class UnnamedFrameTests: XCTestCase {
+    /// A stripped binary's frame: its module and offset, the same in every run and what
+    /// addr2line takes, not the run's address (`0x5614dcaff90e (nginx)` before).
+    func testAFrameWithoutAFunctionIsShownAsModulePlusOffset() {
+        let frame = ModelReport.Frame(module: "/usr/sbin/nginx", address: 0x5614_dcaf_f90e, moduleOffset: 0x4b90e)
+        XCTAssertEqual(TextReport.frameText(frame, TextStyle(enabled: false)), "nginx+0x4b90e")
+        XCTAssertEqual(ModelReport.Frame(module: nil, address: 0x10).moduleAndOffset, nil)
+        let named = ModelReport.Frame(function: "ngx_alloc", module: "/usr/sbin/nginx", address: 0x5614_dcaf_f90e, moduleOffset: 0x4b90e)
+        XCTAssertEqual(TextReport.frameText(named, TextStyle(enabled: false)), "ngx_alloc (nginx)")
+    }
+
+    /// Reports written before `moduleOffset` existed still read; a bad one does not.
+    func testModuleOffsetIsOptionalInJSONButMustBeAnAddress() throws {
+        let old = #"{"function":null,"shortFunction":null,"file":null,"line":null,"column":null,"module":"/bin/x","address":"0x10","inlined":false}"#
+        let frame = try JSONDecoder().decode(ModelReport.Frame.self, from: Data(old.utf8))
+        XCTAssertNil(frame.moduleOffset)
+        let bad = old.replacingOccurrences(of: #""inlined":false"#, with: #""inlined":false,"moduleOffset":"16""#)
+        XCTAssertThrowsError(try JSONDecoder().decode(ModelReport.Frame.self, from: Data(bad.utf8)))
+        let now = ModelReport.Frame(module: "/bin/x", address: 0x7f00_0000_0010, moduleOffset: 0x10)
+        XCTAssertEqual(try JSONDecoder().decode(ModelReport.Frame.self, from: JSONEncoder().encode(now)), now)
     }
 }

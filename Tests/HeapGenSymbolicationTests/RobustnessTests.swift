@@ -25,7 +25,8 @@ final class RobustnessTests: XCTestCase {
     private func assertUnsymbolized(_ results: [SymbolizationResult], _ reqs: [SymbolizationRequest], file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertEqual(results.count, reqs.count, file: file, line: line)
         for (r, q) in zip(results, reqs) {
-            XCTAssertEqual(r, SymbolizationResult(frames: [SymbolicatedFrame(module: q.module.path, address: q.address)],
+            XCTAssertEqual(r, SymbolizationResult(frames: [SymbolicatedFrame(module: q.module.path, address: q.address,
+                                                                             moduleOffset: q.moduleOffset)],
                                                   moduleOffset: q.moduleOffset), file: file, line: line)
         }
     }

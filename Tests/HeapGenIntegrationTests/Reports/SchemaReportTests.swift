@@ -109,6 +109,11 @@ final class SchemaReportTests: XCTestCase {
         check(frame, "module", path, .string, true)
         check(frame, "address", path, .hexString, false)
         check(frame, "inlined", path, .bool, false)
+        check(frame, "moduleOffset", path, .hexString, true)
+        // The offset is the address in its module's numbering: the module's frames say where it loaded.
+        if frame["module"] is String {
+            check(frame, "moduleOffset", path, .hexString, false)
+        }
     }
 
     /// Abandoned, then leaked, then cache; within a kind by bytes per cycle, largest first.
