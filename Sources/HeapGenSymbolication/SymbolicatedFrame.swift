@@ -90,9 +90,8 @@ public struct SymbolicatedFrame: Codable, Sendable, Equatable {
     /// `nginx+0x4b90e`: the module's last path component and the offset, for a frame whose
     /// function is unknown (a stripped binary); `nil` without both.
     public var moduleAndOffset: String? {
-        guard let module, let moduleOffset else { return nil }
-        let name = module.split(separator: "/").last.map(String.init) ?? module
-        return name + "+" + Self.formatAddress(moduleOffset)
+        guard module != nil, moduleOffset != nil else { return nil }
+        return StackSymbolication.unknownName(module: module, offset: moduleOffset, address: address)
     }
 
     /// `0x` and lowercase hex digits, no padding.
