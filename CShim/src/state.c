@@ -36,14 +36,15 @@ HG_TLS uintptr_t hg_guard_frame;
 static uint32_t armed_fallback = 1;
 volatile uint32_t *g_hg_armed = &armed_fallback;
 
-/* Is this the process g_hg's segment belongs to, or a fork or clone child not
- * set up yet? The wipe-on-fork word reads 0 exactly in the latter. A pid
- * compare is only the fallback where the kernel has no such page: a child
- * can have its parent's pid number, in a PID namespace of its own (pid 1
- * starting a nested namespace's init). */
+/* Is this the process g_hg's segment belongs to? Not a fork or clone child
+ * that is not set up yet: the wipe-on-fork word reads 0 there, where a pid
+ * compare alone cannot tell (in a PID namespace of its own a child may have
+ * its parent's number: pid 1 starting a nested namespace's init). Nor a
+ * vfork child, which shares that word but not the pid. Without the page
+ * (the fallback word is never 0) the pid decides alone. */
 static int owns_segment(void)
 {
-    return g_hg_armed != &armed_fallback ? *g_hg_armed != 0 : g_hg.pid == getpid();
+    return *g_hg_armed != 0 && g_hg.pid == getpid();
 }
 
 /* Settings read once from the environment. */

@@ -478,11 +478,16 @@ final class RecordingLoop {
             var list = [pid_t](repeating: 0, count: Int(HG_MAX_PID_NAMESPACES))
             var ppid: pid_t = 0
             let n = Int(hg_namespace_pids(sender, &list, Int32(list.count), &ppid))
-            if n > 1 {
-                namespacePids = Array(list.prefix(n))
-                raw.pointee.pid = sender
-                raw.pointee.ppid = ppid
+            guard n > 1 else {
+                // Gone since its hello was checked: its own number must not be watched
+                // as ours (pid 1 there is our init).
+                decline(raw)
+                close(connection)
+                return
             }
+            namespacePids = Array(list.prefix(n))
+            raw.pointee.pid = sender
+            raw.pointee.ppid = ppid
         }
         let pid = raw.pointee.pid
 
