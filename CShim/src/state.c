@@ -8,6 +8,7 @@
  * waits; a declined or unanswered hello leaves the program running
  * untraced, never blocked.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -403,6 +404,10 @@ static void hg_leak_scan_at_exit(void *unused)
     (void)unused;
     if (g_hg_phase != 2 || g_hg.hdr == NULL || !owns_segment())
         return;
+    /* Once: a thread may call _exit while another runs the exit handlers. */
+    static int scanned;
+    if (__atomic_exchange_n(&scanned, 1, __ATOMIC_ACQ_REL))
+        return;
     static const char head[] = "{\"op\":\"scan\",\"exit\":true,\"sp\":\"0x";
     static const char lsan[] = "\",\"lsan\":\"0x";
     static const char nojudge[] = "\",\"judge\":false";
@@ -490,11 +495,42 @@ void hg_retention_scan(const char *label, size_t len, uintptr_t ra, uintptr_t ra
     (void)heapgen_control(request, response, sizeof response);
 }
 
+/* A program that ends with _exit or _Exit runs no exit handlers: a forked
+ * child that leaves its parent's cleanup alone, a server's shutdown path.
+ * The scan it was recorded for (--leaks, --retention) runs here, as at
+ * exit(), then the real call (found at start-up: dlsym is no business of a
+ * signal handler, where _exit is often called). exit() reaches _exit inside
+ * libc, not through here. */
+typedef void (*exit_fn)(int);
+static exit_fn real_exit_now, real_exit_upper;
+
+static void find_exit_functions(void)
+{
+    hg_guard_enter();
+    real_exit_now = (exit_fn)dlsym(RTLD_NEXT, "_exit");
+    real_exit_upper = (exit_fn)dlsym(RTLD_NEXT, "_Exit");
+    hg_guard_leave();
+}
+
+static __attribute__((noreturn)) void scan_then_exit(exit_fn real, int status)
+{
+    if (cfg_leak_scan || cfg_retention)
+        hg_leak_scan_at_exit(NULL);
+    if (real)
+        real(status);
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+
+HG_EXPORT void _exit(int status) { scan_then_exit(real_exit_now, status); }
+HG_EXPORT void _Exit(int status) { scan_then_exit(real_exit_upper, status); }
+
 /* Start as early as possible so library constructors' allocations count. */
 __attribute__((constructor(101))) static void hg_constructor(void)
 {
     if (g_hg_phase == 0)
         hg_init_slow();
+    find_exit_functions();
     /* Registered before the program's constructors run: among the atexit
      * handlers, this one runs last. */
     if (g_hg_phase == 2 && (cfg_leak_scan || cfg_retention))

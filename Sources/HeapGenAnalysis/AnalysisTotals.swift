@@ -42,6 +42,9 @@ public struct AnalysisTotals: Codable, Sendable, Equatable {
     /// From the end record: allocations recorded without their stack (stack 0) because the
     /// shim's stack store was full.
     public var stacksLost: UInt64 = 0
+    /// The trace holds a leak scan's verdict (`unreachable` records: `--leaks`, and the process
+    /// ran its exit scan). Without one, no finding can be `leaked`.
+    public var leakScanned = false
 
     /// All counters zero.
     public init() {}

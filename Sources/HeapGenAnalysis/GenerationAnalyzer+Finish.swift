@@ -378,6 +378,7 @@ extension GenerationAnalyzer {
         if totals.unmatchedReallocUndos > 0 {
             notes.append("\(totals.unmatchedReallocUndos) reallocUndo records matched no pending realloc and were ignored.")
         }
+        totals.leakScanned = scannedUnreachable != nil
         if scannedUnreachable != nil {
             notes.append("leak scan: \(scanObjects) unreachable block\(scanObjects == 1 ? "" : "s") (\(scanBytes) B) of \(table.count) live at exit.")
         }

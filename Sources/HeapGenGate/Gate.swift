@@ -69,6 +69,10 @@ public enum Gate {
                 warnings.append("growth not judged: \(report.judgedCycles) cycle\(report.judgedCycles == 1 ? "" : "s") after the warm-up")
             }
         }
+        if policy.failOn.contains(.leaked) && !report.totals.leakScanned {
+            warnings.append("leaked memory not judged: the trace has no leak scan (record with --leaks; "
+                + "a process that exits without running its exit handlers is not scanned)")
+        }
         if policy.failOn.contains(.abandoned) && report.judgedCycles < 2 {
             warnings.append("abandoned memory not judged: \(report.judgedCycles) cycle\(report.judgedCycles == 1 ? "" : "s") after the warm-up, 2 needed (mark one generation per cycle)")
         }

@@ -235,6 +235,7 @@ final class ControlChannel {
     }
 
     private func scan(_ seg: Segment, _ request: ControlRequest) -> Result<String, ControlProtocolError> {
+        if request.fields["exit"] == .bool(true) { seg.exitScanRequested = true }
         let tracker: LiveTracker
         switch scanTracker(seg, refusal: "not tracking this process: record with --leaks") {
         case .success(let t): tracker = t

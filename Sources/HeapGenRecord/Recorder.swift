@@ -184,6 +184,12 @@ public final class Recorder {
             if trace.end.stacksLost > 0 {
                 printDiagnostic("warning: \(trace.path): " + StackCompleteness.lostWarning(trace.end.stacksLost))
             }
+            if trace.missedExitScan {
+                let subject = options.temporaryTraces ? "process \(trace.pid)" : trace.path
+                printDiagnostic("warning: \(subject): no scan at exit, so no verdict on its leaks: the process exited "
+                    + "without running its exit handlers (a vfork child's exit() ran them in its memory, or it made "
+                    + "the exit system call itself)")
+            }
         }
         if status.reason == .signaled {
             // The shell prints nothing for a signal heapgen passed on as 128+N; without this

@@ -25,6 +25,8 @@ struct FinishedTrace {
     var stoppedEarly: String?
     /// Some shim counter was out of range and was dropped before it was written.
     var droppedCounters = false
+    /// The image exited without asking for the exit scan it was recorded for.
+    var missedExitScan = false
     /// Bytes of the shim's arena in use at the end (stack nodes, names, modules), for `--stats`.
     var arenaBytes: UInt64 = 0
     /// With ``RecordOptions/storeSymbols``: the trace's distinct frame addresses and its
@@ -792,6 +794,8 @@ final class RecordingLoop {
                                               + "after \(HumanUnits.count(seg.writer.eventCount)) events; the program ran on untraced"
                                       },
                                       droppedCounters: seg.droppedCounters,
+                                      missedExitScan: status.reason == .exited && (options.scanLeaks || options.retention)
+                                          && !seg.exitScanRequested && seg.watch.corruption == nil,
                                       arenaBytes: c.arenaBytes,
                                       frameAddresses: seg.writer.frameAddresses, modules: seg.writer.modules))
         entry.segment = nil

@@ -38,6 +38,8 @@ final class Segment {
     var lostReported: UInt64 = 0
     /// Order of acceptance in the recording (0 = first).
     var sequence = 0
+    /// The image asked for its exit scan (`--leaks`, `--retention`), whatever came of it.
+    var exitScanRequested = false
     /// For an image in a PID namespace below the collector's: its pid in each namespace from
     /// the collector's (`pid`) down to its own. Its parent's `wait` reports it by the one of
     /// the parent's namespace.

@@ -93,7 +93,7 @@ public struct ReportBuilder {
             peakGeneration: t.peakGeneration, liveAtExitObjects: t.liveAtExitObjects,
             liveAtExitBytes: t.liveAtExitBytes, producerWaits: t.producerWaits,
             producerWaitNanoseconds: t.producerWaitNanoseconds, lostEvents: t.lostEvents,
-            untrackedFrees: t.untrackedFrees, stacksLost: t.stacksLost)
+            untrackedFrees: t.untrackedFrees, stacksLost: t.stacksLost, leakScanned: t.leakScanned)
         let generations = analysis.generations.map {
             Report.Generation(index: $0.index, label: $0.label, allocations: $0.allocations, frees: $0.frees,
                               allocatedBytes: $0.allocatedBytes, liveObjects: $0.liveObjects,

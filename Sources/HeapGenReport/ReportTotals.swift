@@ -29,12 +29,16 @@ extension Report {
         /// sites are unknown. 0 when every stack was stored; reports made before the field
         /// existed decode as 0.
         public var stacksLost: UInt64
+        /// The trace holds a leak scan's verdict (recorded with `--leaks`, and the process ran its
+        /// exit scan): without one no finding is `leaked`, whatever leaked. Reports made before
+        /// the field existed decode as true (unknown: not doubted).
+        public var leakScanned: Bool
 
         /// Creates the totals.
         public init(allocations: UInt64 = 0, frees: UInt64 = 0, allocatedBytes: UInt64 = 0, peakBytes: UInt64 = 0,
                     peakGeneration: Int = 0, liveAtExitObjects: UInt64 = 0, liveAtExitBytes: UInt64 = 0,
                     producerWaits: UInt64 = 0, producerWaitNanoseconds: UInt64 = 0, lostEvents: UInt64 = 0,
-                    untrackedFrees: UInt64 = 0, stacksLost: UInt64 = 0) {
+                    untrackedFrees: UInt64 = 0, stacksLost: UInt64 = 0, leakScanned: Bool = false) {
             self.allocations = allocations
             self.frees = frees
             self.allocatedBytes = allocatedBytes
@@ -47,11 +51,12 @@ extension Report {
             self.lostEvents = lostEvents
             self.untrackedFrees = untrackedFrees
             self.stacksLost = stacksLost
+            self.leakScanned = leakScanned
         }
 
         private enum CodingKeys: String, CodingKey {
             case allocations, frees, allocatedBytes, peakBytes, peakGeneration, liveAtExitObjects, liveAtExitBytes
-            case producerWaits, producerWaitNanoseconds, lostEvents, untrackedFrees, stacksLost
+            case producerWaits, producerWaitNanoseconds, lostEvents, untrackedFrees, stacksLost, leakScanned
         }
 
         /// Decodes the totals; a missing `stacksLost` (an older report) is 0.
@@ -69,6 +74,7 @@ extension Report {
             lostEvents = try c.decode(UInt64.self, forKey: .lostEvents)
             untrackedFrees = try c.decode(UInt64.self, forKey: .untrackedFrees)
             stacksLost = try c.decodeIfPresent(UInt64.self, forKey: .stacksLost) ?? 0
+            leakScanned = try c.decodeIfPresent(Bool.self, forKey: .leakScanned) ?? true
         }
     }
 }

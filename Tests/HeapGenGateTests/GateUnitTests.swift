@@ -152,6 +152,21 @@ final class GateVerdictTests: XCTestCase {
         XCTAssertFalse(Gate.evaluate(report, policy: GatePolicy()).failed)
     }
 
+    /// A trace without a leak scan has no leaked findings because nothing was judged, not
+    /// because nothing leaked: a leak gate says so rather than pass in silence.
+    func testALeakGateOnATraceWithoutAScanSaysLeaksWereNotJudged() {
+        var report = Synthetic.report([])
+        let warning = "leaked memory not judged: the trace has no leak scan (record with --leaks; "
+            + "a process that exits without running its exit handlers is not scanned)"
+        XCTAssertFalse(Gate.evaluate(report, policy: GatePolicy(failOn: [.leaked])).warnings.contains(warning))
+        report.totals.leakScanned = false
+        let v = Gate.evaluate(report, policy: GatePolicy(failOn: [.leaked]))
+        XCTAssertEqual(v.warnings, [warning])
+        XCTAssertTrue(GateMessages.verdictLines(v).contains("heapgen: warning: " + warning))
+        XCTAssertFalse(Gate.evaluate(report, policy: GatePolicy(failOn: [.abandoned])).warnings.contains(warning),
+                       "only a leak gate needs the scan")
+    }
+
     /// Growth with no frame in the program's code (XCTest's per-test timers on a
     /// libdispatch worker) is shown apart and fails only with --include-libraries.
     func testGrowthOnlyInLibrariesIsShownApartAndNotJudgedByDefault() {
@@ -352,7 +367,7 @@ enum Synthetic {
                                liveObjects: 1, liveBytes: live.last ?? 0, persistentObjects: 0, persistentBytes: 0)]
         return Report(trace: "/tmp/x.trace",
                       program: Report.Program(path: "/bin/app", args: ["app"], pid: 1, exitStatus: 0, signal: nil),
-                      options: Report.Options(warmUp: cycles - judged, toleratedMisses: 1), totals: Report.Totals(),
+                      options: Report.Options(warmUp: cycles - judged, toleratedMisses: 1), totals: Report.Totals(leakScanned: true),
                       cycles: cycles, judgedCycles: judged, generations: generations, findings: findings,
                       liveAtExit: Report.LiveAtExit(objects: 0, bytes: 0, sites: []))
     }

@@ -47,6 +47,19 @@ final class LeakScanTests: XCTestCase {
         XCTAssertTrue(notes.contains("leak scan: 6 unreachable blocks (384 B) of 12 live at exit."), "\(notes)")
     }
 
+    /// A program that ends with _exit runs no exit handlers; the scan runs in heapgen's
+    /// _exit, and finds what a return from main finds (before, no scan ran and
+    /// `--fail-on leaked` passed).
+    func testAProgramThatEndsWithUnderscoreExitIsScannedToo() throws {
+        let (result, report) = try run(["--leaks"], ["_exit"])
+        XCTAssertStatus(result, 0)
+        XCTAssertEqual(findings(report).filter { $0.kind == "leaked" }.map(\.function), ["lose_block"], result.transcript)
+        let notes = report["notes"] as? [String] ?? []
+        XCTAssertTrue(notes.contains("leak scan: 6 unreachable blocks (384 B) of 12 live at exit."), "\(notes)")
+        let (gate, _) = try run(["--fail-on", "leaked"], ["_exit"])
+        XCTAssertStatus(gate, 23)
+    }
+
     func testWithoutLeaksNothingIsLeaked() throws {
         let (result, report) = try run([])
         XCTAssertStatus(result, 0)
@@ -92,6 +105,31 @@ final class LeakScanTests: XCTestCase {
         XCTAssertFalse(findings(report).contains { $0.kind == "leaked" }, result.transcript)
         XCTAssertEqual(findings(report).filter { $0.kind == "abandoned" }.compactMap(\.function).sorted(),
                        ["keep_node", "lose_block"], result.transcript)
+    }
+
+    /// vforkexit.c: a vfork child that calls exit() runs the exit handlers in its parent's
+    /// memory, and consumes them there: the parent's own exit then runs none, natively too.
+    /// The child must not take the parent's scan (it did once the wipe-on-fork word alone
+    /// said whose segment it was: the scan of the suspended parent ran into its 20 s limit),
+    /// and the scan the parent never asked for must not pass for a clean one: the collector
+    /// says so, and a leak gate says leaks were not judged.
+    func testAScanLostToAVforkChildIsNamedNotPassedOver() throws {
+        let exe = try Fixture.build("vforkexit.c")
+        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet", "--leaks"], timeout: 60)
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdoutText, "child 7\n")
+        XCTAssertLessThan(rec.result.seconds, 10, "no scan ran into its time limit")
+        XCTAssertEqual(rec.result.stderrLines, ["heapgen: warning: \(rec.trace): no scan at exit, so no verdict on its leaks: "
+            + "the process exited without running its exit handlers (a vfork child's exit() ran them in its memory, "
+            + "or it made the exit system call itself)"], rec.result.transcript)
+        var scans = 0
+        try HeapGenCLI.records(rec.trace).forEach { if case .referenceGraph = $0 { scans += 1 } }
+        XCTAssertEqual(scans, 0)
+
+        let gate = try HeapGenCLI.run(["run", "--fail-on", "leaked", "--", exe], timeout: 60)
+        XCTAssertStatus(gate, 0)
+        XCTAssertTrue(gate.stderrLines.contains("heapgen: warning: leaked memory not judged: the trace has no leak scan "
+            + "(record with --leaks; a process that exits without running its exit handlers is not scanned)"), gate.transcript)
     }
 
     /// The pid in "process N:" of a warning, "?" when there is none.
