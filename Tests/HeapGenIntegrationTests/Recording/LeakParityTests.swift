@@ -131,9 +131,20 @@ final class LeakParityTests: XCTestCase {
 
     /// The child leaks 200 B and exits normally; the parent keeps its one block.
     func testAForkedChildThatLeaksFailsTheGate() throws {
+        try checkForkedChild("fork")
+    }
+
+    /// The same child leaving with _exit(0), as children that skip their parent's cleanup
+    /// do: no exit handler runs, heapgen's _exit scans (valgrind reports it too; before,
+    /// nothing was scanned and the gate passed).
+    func testAForkedChildThatLeavesWithUnderscoreExitIsJudgedToo() throws {
+        try checkForkedChild("fork_exit")
+    }
+
+    private func checkForkedChild(_ mode: String) throws {
         let exe = try Fixture.build("leakparity.c")
-        XCTAssertStatus(try runProcess(exe, ["fork"]), 0)
-        let (result, _, leaked) = try heapgen(exe, ["fork"], flags: ["--fail-on", "leaked"])
+        XCTAssertStatus(try runProcess(exe, [mode]), 0)
+        let (result, _, leaked) = try heapgen(exe, [mode], flags: ["--fail-on", "leaked"])
         XCTAssertStatus(result, 23)
         XCTAssertEqual(leaked.count, 0, "the parent (the report) leaks nothing")
         let lines = result.stderrLines
@@ -141,7 +152,7 @@ final class LeakParityTests: XCTestCase {
         XCTAssertTrue(lines.contains("SUMMARY: heapgen: 200 byte(s) leaked in 1 allocation(s)."), result.transcript)
 
         // The child's trace holds the scan: its one leaked block, and the 40 B it inherited reachable.
-        let rec = try HeapGenCLI.recording(exe, ["fork"], flags: ["--quiet", "--leaks"])
+        let rec = try HeapGenCLI.recording(exe, [mode], flags: ["--quiet", "--leaks"])
         XCTAssertStatus(rec.result, 0)
         let traces = rec.allTraces
         XCTAssertEqual(traces.count, 2, "\(traces)")
@@ -160,7 +171,7 @@ final class LeakParityTests: XCTestCase {
         let child = traces.first { $0 != rec.trace } ?? ""
         XCTAssertEqual((unreachable[child] ?? []).map { sizes[child]?[$0] }, [200], "the child")
 
-        let v = try valgrind(exe, ["fork"])   // valgrind reports the child's leak too
+        let v = try valgrind(exe, [mode])   // valgrind reports the child's leak too
         XCTAssertEqual(v.lost, Verdict(blocks: 1, bytes: 200))
     }
 
