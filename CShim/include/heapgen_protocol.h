@@ -8,7 +8,9 @@
  *   else $TMPDIR, else /tmp) holding one listening AF_UNIX SOCK_SEQPACKET
  *   socket "s" (as root: a directory of mode 0711 and a socket of mode 0777
  *   named by 32 random hex digits, so that a program that dropped its
- *   privileges still connects and nobody not given the path can find it), and tells the target its path (HEAPGEN_SOCK=<path>) and the
+ *   privileges still connects and nobody not given the path can find it;
+ *   then only under a directory others may enter, never root's 0700
+ *   $XDG_RUNTIME_DIR), and tells the target its path (HEAPGEN_SOCK=<path>) and the
  *   collector's pid (HEAPGEN_COLLECTOR). No descriptor is inherited. Every
  *   traced process image (the program itself, each forked child, each
  *   exec'd program) connects a socket of its own (close-on-exec, moved to a

@@ -79,6 +79,23 @@ static void remove_stale(const char *base) {
  * list the directory); hg_rendezvous_accept takes any user's connection. */
 static int shared_rendezvous(void) { return geteuid() == 0; }
 
+/* May a process of another user reach entries under `dir` (search permission
+ * for others on it and on every directory above it)? Root's $XDG_RUNTIME_DIR
+ * (/run/user/0, 0700) is not such a place. */
+static int others_can_enter(const char *dir) {
+    char path[4096];
+    size_t len = strlen(dir);
+    if (len == 0 || len >= sizeof path) return 0;
+    memcpy(path, dir, len + 1);
+    for (;;) {
+        struct stat st;
+        if (stat(path[0] ? path : "/", &st) != 0 || !(st.st_mode & S_IXOTH)) return 0;
+        char *slash = strrchr(path, '/');
+        if (slash == NULL || path[0] == 0) return 1;
+        *slash = 0;
+    }
+}
+
 int hg_rendezvous_open(hg_rendezvous *rv) {
     memset(rv, 0, sizeof *rv);
     rv->fd = -1;
@@ -95,6 +112,7 @@ int hg_rendezvous_open(hg_rendezvous *rv) {
     for (int i = 0; i < 3 && !made; i++) {
         const char *base = candidates[i];
         if (!usable_dir(base)) continue;
+        if (shared_rendezvous() && !others_can_enter(base)) continue;
         if (i == 0) {
             /* $XDG_RUNTIME_DIR must be ours (the spec: owned by the user, 0700). */
             struct stat st;

@@ -9,13 +9,17 @@ import XCTest
 final class PrivilegeDropTests: XCTestCase {
     /// dropprivs.c: 10 × 100 B as root, then as nobody a forked worker (20 × 200 B, exit 5)
     /// and an exec'd one (7 × 70 B). Before, neither worker could connect to heapgen's
-    /// socket in its 0700 directory and both ran untraced, without a word.
+    /// socket in its 0700 directory and both ran untraced, without a word. Root's
+    /// $XDG_RUNTIME_DIR (0700, as /run/user/0 is) is passed over for the socket.
     func testWorkersStartedAfterDroppingPrivilegesAreTraced() throws {
         guard geteuid() == 0 else { throw XCTSkip("only root can drop its privileges to nobody") }
         let exe = try Fixture.build("dropprivs.c")
         let native = try runProcess(exe, [], timeout: 60)
         XCTAssertStatus(native, 0)
-        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet"])
+        let runtime = try TestPaths.freshDirectory("runtime")
+        XCTAssertEqual(chmod(runtime, 0o700), 0)
+        let environment = ProcessInfo.processInfo.environment.merging(["XDG_RUNTIME_DIR": runtime]) { _, new in new }
+        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet"], environment: environment)
         XCTAssertStatus(rec.result, 0)
         XCTAssertEqual(rec.result.stdout, native.stdout, "the program's output is its own")
         XCTAssertEqual(rec.result.stderrLines, [], rec.result.transcript)
