@@ -28,7 +28,8 @@ final class ModuleCheckTests: XCTestCase {
         m.buildID = [UInt8](repeating: 0xAB, count: 20)
         let sym = try fx.symbol(exe, "compute_total")
         let answer = Symbolizer(options: .init(debugFileDirectories: [])).symbolize([(module: m, address: sym.address + 1)])[0]
-        XCTAssertEqual(answer, SymbolizationResult(frames: [SymbolicatedFrame(module: exe, address: sym.address + 1)],
+        XCTAssertEqual(answer, SymbolizationResult(frames: [SymbolicatedFrame(module: exe, address: sym.address + 1,
+                                                                              moduleOffset: sym.address + 1)],
                                                    moduleOffset: sym.address + 1, stale: true))
     }
 
