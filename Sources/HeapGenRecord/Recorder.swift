@@ -186,7 +186,8 @@ public final class Recorder {
             }
             if trace.missedExitScan {
                 let subject = options.temporaryTraces ? "process \(trace.pid)" : trace.path
-                printDiagnostic("warning: \(subject): no scan at exit, so no verdict on its leaks: the process exited "
+                let lost = options.scanLeaks ? "no verdict on its leaks" : "no reference graph"
+                printDiagnostic("warning: \(subject): no scan at exit, so \(lost): the process exited "
                     + "without running its exit handlers (a vfork child's exit() ran them in its memory, or it made "
                     + "the exit system call itself)")
             }
