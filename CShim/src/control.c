@@ -81,6 +81,32 @@ static long control_locked(const char *request, size_t len, char *response, size
     }
 }
 
+/* heapgen_control for _exit, which programs call from signal handlers: the
+ * handler may have interrupted this very thread inside heapgen_control, with
+ * the lock held. Waits for the lock at most about a second, then does
+ * without (the collector then says the exit scan is missing). */
+long hg_control_from_handler(const char *request, char *response, size_t capacity)
+{
+    if (!control_active())
+        return -ENOSYS;
+    size_t len = strnlen(request, HG_CONTROL_REQUEST_BYTES + 1);
+    if (len > HG_CONTROL_REQUEST_BYTES)
+        return -E2BIG;
+    int cancel = hg_cancel_off();
+    long r = -EBUSY;
+    for (int i = 0; i < 1000; i++) {
+        if (pthread_mutex_trylock(&control_lock) == 0) {
+            r = control_locked(request, len, response, capacity);
+            pthread_mutex_unlock(&control_lock);
+            break;
+        }
+        struct timespec ts = { 0, 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    hg_cancel_restore(cancel);
+    return r;
+}
+
 HG_EXPORT long heapgen_control(const char *request, char *response, size_t capacity)
 {
     if (request == NULL || (response == NULL && capacity > 0))

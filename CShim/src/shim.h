@@ -345,6 +345,7 @@ void hg_modules_fork_child(void);
  * program sees it weak): declared here as the shim's own, strong. */
 void hg_control_fork_child(void);
 long heapgen_control(const char *request, char *response, size_t capacity);
+long hg_control_from_handler(const char *request, char *response, size_t capacity);
 
 /* swift.c. swift_allocObject leaves the object's metadata, size and
  * unwind start here for the malloc it is about to call (record.c). */

@@ -398,10 +398,11 @@ static size_t put_hex(char *out, uintptr_t v)
 }
 
 /* Under --retention alone the exit scan takes the graph but judges nothing:
- * the trace gets no `unreachable` records, as without --leaks. */
-static void hg_leak_scan_at_exit(void *unused)
+ * the trace gets no `unreachable` records, as without --leaks. From _exit
+ * (`from_exit_call` non-NULL) it must not wait on the control lock: a signal
+ * handler may have interrupted its holder. */
+static void hg_leak_scan_at_exit(void *from_exit_call)
 {
-    (void)unused;
     if (g_hg_phase != 2 || g_hg.hdr == NULL || !owns_segment())
         return;
     /* Once: a thread may call _exit while another runs the exit handlers. */
@@ -434,7 +435,10 @@ static void hg_leak_scan_at_exit(void *unused)
     } else {
         memcpy(request + at, "\"}", 3);
     }
-    (void)heapgen_control(request, response, sizeof response);
+    if (from_exit_call)
+        (void)hg_control_from_handler(request, response, sizeof response);
+    else
+        (void)heapgen_control(request, response, sizeof response);
 }
 
 int hg_retention_at(const char *label, size_t len)
@@ -515,7 +519,7 @@ static void find_exit_functions(void)
 static __attribute__((noreturn)) void scan_then_exit(exit_fn real, int status)
 {
     if (cfg_leak_scan || cfg_retention)
-        hg_leak_scan_at_exit(NULL);
+        hg_leak_scan_at_exit((void *)1);
     if (real)
         real(status);
     for (;;)

@@ -187,9 +187,9 @@ public final class Recorder {
             if trace.missedExitScan {
                 let subject = options.temporaryTraces ? "process \(trace.pid)" : trace.path
                 let lost = options.scanLeaks ? "no verdict on its leaks" : "no reference graph"
-                printDiagnostic("warning: \(subject): no scan at exit, so \(lost): the process exited "
-                    + "without running its exit handlers (a vfork child's exit() ran them in its memory, or it made "
-                    + "the exit system call itself)")
+                printDiagnostic("warning: \(subject): no scan at exit, so \(lost): the process ended without "
+                    + "asking for one (a vfork child's exit() used up its exit handlers, it made the exit system call "
+                    + "itself, or it called _exit in a signal handler that interrupted a heapgen request)")
             }
         }
         if status.reason == .signaled {
