@@ -18,6 +18,7 @@
 #include <sys/ptrace.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #ifndef PTRACE_EVENT_STOP
 #define PTRACE_EVENT_STOP 128
@@ -130,8 +131,30 @@ int hg_threads_stop(pid_t pid, hg_thread_state *threads, int capacity)
     return n;
 }
 
+/* A thread killed while we held it stopped (SIGKILL ends even a ptrace-stop:
+ * a pool terminating its workers mid-scan) cannot be detached (ESRCH). Its
+ * exit is reported to us, its tracer, first, and its parent's wait blocks
+ * until we have collected it: do, for a second at most (it is dying). */
+static void collect_killed(pid_t tid)
+{
+    for (int i = 0; i < 1000; i++) {
+        int status = 0;
+        pid_t got = waitpid(tid, &status, __WALL | WNOHANG);
+        if (got == tid && WIFSTOPPED(status)) {
+            /* Not killed after all: stopped again, and now detachable. */
+            (void)ptrace(PTRACE_DETACH, tid, NULL, NULL);
+            return;
+        }
+        if (got == tid || (got < 0 && errno != EINTR)) return;
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 void hg_threads_resume(const hg_thread_state *threads, int n)
 {
-    for (int i = 0; i < n; i++)
-        (void)ptrace(PTRACE_DETACH, threads[i].tid, NULL, (void *)(long)threads[i].pending_signal);
+    for (int i = 0; i < n; i++) {
+        if (ptrace(PTRACE_DETACH, threads[i].tid, NULL, (void *)(long)threads[i].pending_signal) != 0 && errno == ESRCH)
+            collect_killed(threads[i].tid);
+    }
 }

@@ -194,6 +194,10 @@ final class ControlChannel {
             let why: String
             if result.error == EPERM || result.error == EACCES {
                 why = "cannot read the memory of process \(seg.pid): " + Self.ptraceRefusal(seg.pid, error: result.error)
+            } else if result.error == ESRCH || result.error == ENOENT {
+                // Gone from under the scan (its /proc files, then its memory): something killed
+                // it while it waited, as a pool terminating its workers does. Nothing is wrong.
+                why = "process \(seg.pid) ended during its scan (killed while it waited)"
             } else if result.error != 0 {
                 why = "cannot read the memory of process \(seg.pid): \(errorString(result.error))"
             } else if result.aborted == 1 {

@@ -147,6 +147,29 @@ final class LeakScanTests: XCTestCase {
         }
     }
 
+    /// scankill.c: the parent SIGKILLs its child while the child waits for its exit scan (the
+    /// child's 400 MB keep the scan busy), as a pool terminating its workers does. Before, the
+    /// collector left the dead thread uncollected: as its tracer it had to wait for it first,
+    /// so the parent's waitpid, and heapgen with it, hung for good. Now one line says what
+    /// happened and the parent sees the SIGKILL.
+    func testAChildKilledDuringItsScanIsReleasedToItsParent() throws {
+        let exe = try Fixture.build("scankill.c")
+        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet", "--leaks"], timeout: 60)
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertFalse(rec.result.timedOut, rec.result.transcript)
+        XCTAssertEqual(rec.result.stdoutText, "child killed by 9\n", rec.result.transcript)
+        let lines = rec.result.stderrLines
+        XCTAssertEqual(lines.count, 1, rec.result.transcript)
+        XCTAssertTrue(lines.first?.hasSuffix(" ended during its scan (killed while it waited); no block is reported as leaked") == true,
+                      rec.result.transcript)
+        guard let child = rec.allTraces.first(where: { $0 != rec.trace }) else { return XCTFail("no child trace") }
+        let s = try HeapGenCLI.summary(child)
+        XCTAssertEqual(s.endReason, "signaled", "\(s)")
+        XCTAssertEqual(s.endStatus, 9)
+        XCTAssertEqual(lines.first, "heapgen: warning: process \(s.processPid ?? 0) ended during its scan (killed while it waited); "
+            + "no block is reported as leaked")
+    }
+
     static func noScanWarning(_ trace: String) -> String {
         "heapgen: warning: \(trace): no scan at exit, so no verdict on its leaks: the process ended without asking "
             + "for one (a vfork child's exit() used up its exit handlers, it made the exit system call itself, or it "
