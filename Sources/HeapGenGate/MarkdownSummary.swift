@@ -8,6 +8,18 @@ import HeapGenUnits
 /// kind, type, per-cycle growth, bytes left behind, user frame with file:line), the whole-heap
 /// criteria, fixed baseline entries, and the failing findings' stacks in a `<details>` block.
 public enum MarkdownSummary {
+    /// No finding: what that covers, no more (2 judged cycles for abandoned memory, a leak
+    /// scan for leaks), as the HTML page's verdict says it.
+    static func nothingFound(judgedCycles: Int, leakScanned: Bool) -> String {
+        let cycles = HumanUnits.plural(judgedCycles, "judged cycle")
+        switch (judgedCycles >= 2, leakScanned) {
+        case (true, true): return "No abandoned or leaked memory over \(cycles)."
+        case (true, false): return "No abandoned memory over \(cycles); leaks not judged (record with --leaks)."
+        case (false, true): return "No leaked memory at exit; abandoned memory not judged (\(cycles), 2 needed)."
+        case (false, false): return "Nothing judged: \(cycles) (2 needed) and no leak scan."
+        }
+    }
+
     /// The Markdown text, ending with a blank line (so that appended summaries stay apart).
     public static func render(_ v: GateVerdict, report: Report) -> String {
         var lines: [String] = []
@@ -30,7 +42,7 @@ public enum MarkdownSummary {
             }
             lines.append("")
         } else {
-            lines.append("No abandoned or leaked memory over \(HumanUnits.plural(v.judgedCycles, "judged cycle")).")
+            lines.append(nothingFound(judgedCycles: v.judgedCycles, leakScanned: report.totals.leakScanned))
             lines.append("")
         }
         if let g = v.growth {

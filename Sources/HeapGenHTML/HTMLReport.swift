@@ -68,8 +68,16 @@ public enum HTMLReport {
         else if let e = report.program.exitStatus { out += "exit status \(e)" }
         else { out += "no exit status" }
         out += "</p>"
-        if ownAbandoned.isEmpty && leaked.isEmpty {
-            out += "<p class=\"verdict ok\">No abandoned or leaked memory in \(HumanUnits.plural(report.judgedCycles, "judged cycle"))"
+        if ownAbandoned.isEmpty && leaked.isEmpty && report.judgedCycles < 2 {
+            // Nothing found because nothing could be judged is not a clean bill of health.
+            let scanned = report.totals.leakScanned
+            out += "<p class=\"verdict none\">\(scanned ? "No leaked memory at exit" : "Nothing judged"): "
+            out += "abandoned memory needs 2 judged cycles, this run has \(report.judgedCycles) "
+            out += "(mark a generation per cycle)\(scanned ? "" : ", and leaks need --leaks").</p>"
+        } else if ownAbandoned.isEmpty && leaked.isEmpty {
+            let what = report.totals.leakScanned ? "No abandoned or leaked memory" : "No abandoned memory"
+            out += "<p class=\"verdict ok\">\(what) in \(HumanUnits.plural(report.judgedCycles, "judged cycle"))"
+            if !report.totals.leakScanned { out += " (leaks not judged: record with --leaks)" }
             out += caches.isEmpty ? ".</p>" : " · \(HumanUnits.plural(caches.count, "cache")) (bounded, not a failure).</p>"
         } else {
             var parts: [String] = []

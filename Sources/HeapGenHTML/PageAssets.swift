@@ -14,7 +14,7 @@ enum PageAssets {
     .sub{color:var(--mute);margin:0 0 12px;word-break:break-all}
     .card{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:16px 18px;margin:14px 0;box-shadow:0 1px 2px rgba(16,24,40,.04)}
     .verdict{font-size:16px;font-weight:600;padding:10px 14px;border-radius:8px;margin:10px 0}
-    .verdict.bad{background:#fff4e6;color:#a23b06;border:1px solid #ffd8a8}.verdict.ok{background:#ebfbee;color:#1f6f31;border:1px solid #b2f2bb}
+    .verdict.bad{background:#fff4e6;color:#a23b06;border:1px solid #ffd8a8}.verdict.ok{background:#ebfbee;color:#1f6f31;border:1px solid #b2f2bb}.verdict.none{background:#f1f3f5;color:#495057;border:1px solid #dee2e6}
     .stats{display:flex;flex-wrap:wrap;gap:10px;margin:8px 0 0}
     .stat{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:8px 12px;min-width:130px}
     .stat b{display:block;font-size:17px}.stat span{color:var(--mute);font-size:12px}

@@ -3,7 +3,7 @@
 
 import Foundation
 import HeapGenTestSupport
-import HeapGenGate
+@testable import HeapGenGate
 import HeapGenReport
 import XCTest
 
@@ -150,6 +150,21 @@ final class GateVerdictTests: XCTestCase {
 
         // No criteria: nothing fails.
         XCTAssertFalse(Gate.evaluate(report, policy: GatePolicy()).failed)
+    }
+
+    /// The Markdown summary of a run without findings claims only what was judged.
+    func testMarkdownSaysWhatAnEmptyVerdictCovers() {
+        XCTAssertEqual(MarkdownSummary.nothingFound(judgedCycles: 7, leakScanned: true),
+                       "No abandoned or leaked memory over 7 judged cycles.")
+        XCTAssertEqual(MarkdownSummary.nothingFound(judgedCycles: 7, leakScanned: false),
+                       "No abandoned memory over 7 judged cycles; leaks not judged (record with --leaks).")
+        XCTAssertEqual(MarkdownSummary.nothingFound(judgedCycles: 0, leakScanned: true),
+                       "No leaked memory at exit; abandoned memory not judged (0 judged cycles, 2 needed).")
+        XCTAssertEqual(MarkdownSummary.nothingFound(judgedCycles: 1, leakScanned: false),
+                       "Nothing judged: 1 judged cycle (2 needed) and no leak scan.")
+        let md = MarkdownSummary.render(Gate.evaluate(Synthetic.report([]), policy: GatePolicy(failOn: [.abandoned])),
+                                        report: Synthetic.report([]))
+        XCTAssertTrue(md.contains("No abandoned or leaked memory over 7 judged cycles."), md)
     }
 
     /// A trace without a leak scan has no leaked findings because nothing was judged, not
