@@ -119,6 +119,11 @@ static int connect_verified(hg_owned_fd *out)
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
+    /* Our credentials ride with the hello even when it is sent before the
+     * collector accepted (and set SO_PASSCRED on) its end: it refuses a hello
+     * without them, so that no one can race past its pid check. */
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
     int r;
     do {
         r = connect(fd, (const struct sockaddr *)&collector_addr, collector_addr_len);

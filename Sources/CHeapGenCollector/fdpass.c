@@ -267,7 +267,9 @@ int hg_recv_hello(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *s
         if (hello->magic != HG_PROTOCOL_MAGIC) status = reject(errbuf, errlen, "hello with bad magic%.0ld", 0);
         else if (hello->version != HG_PROTOCOL_VERSION)
             status = reject(errbuf, errlen, "hello with unsupported protocol version %ld", (long)hello->version);
-        else if (*sender_pid != 0 && hello->pid != *sender_pid && !in_namespace_as(*sender_pid, hello->pid))
+        else if (*sender_pid == 0)
+            status = reject(errbuf, errlen, "hello without its sender's credentials%.0ld", 0);
+        else if (hello->pid != *sender_pid && !in_namespace_as(*sender_pid, hello->pid))
             status = reject(errbuf, errlen, "hello claims a pid other than its sender's (%ld)", (long)*sender_pid);
     }
     if (status != HG_RECV_OK) {

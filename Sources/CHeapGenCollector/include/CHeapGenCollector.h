@@ -229,7 +229,8 @@ enum hg_recv_status {
  * message of sizeof(hg_hello) bytes with the right magic and version and
  * exactly one SCM_RIGHTS fd (received close-on-exec); anything else is
  * rejected and every fd it carried is closed. *sender_pid is the sender's pid
- * as reported by the kernel (SCM_CREDENTIALS), or 0 if none came; the hello's
+ * as reported by the kernel (SCM_CREDENTIALS), or 0 if none came (a hello
+ * without them is rejected: the shim sends them itself); the hello's
  * own pid is that one, or the sender's pid in a PID namespace below ours. */
 int hg_recv_hello(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *sender_pid,
                   char *errbuf, size_t errlen);
