@@ -81,11 +81,10 @@ static long control_locked(const char *request, size_t len, char *response, size
     }
 }
 
-/* heapgen_control for _exit, which programs call from signal handlers: the
- * handler may have interrupted this very thread inside heapgen_control, with
- * the lock held. Waits for the lock at most about a second, then does
- * without (the collector then says the exit scan is missing). */
-long hg_control_from_handler(const char *request, char *response, size_t capacity)
+/* One request: checks, then the lock (waited for, or with `bounded` tried
+ * for about a second), then the exchange. Cancellation is off throughout:
+ * one cancelled while waiting would keep the lock. */
+static long control_request(const char *request, char *response, size_t capacity, int bounded)
 {
     if (!control_active())
         return -ENOSYS;
@@ -94,33 +93,34 @@ long hg_control_from_handler(const char *request, char *response, size_t capacit
         return -E2BIG;
     int cancel = hg_cancel_off();
     long r = -EBUSY;
-    for (int i = 0; i < 1000; i++) {
-        if (pthread_mutex_trylock(&control_lock) == 0) {
-            r = control_locked(request, len, response, capacity);
-            pthread_mutex_unlock(&control_lock);
-            break;
+    int locked = !bounded && pthread_mutex_lock(&control_lock) == 0;
+    for (int i = 0; bounded && !locked && i < 1000; i++) {
+        locked = pthread_mutex_trylock(&control_lock) == 0;
+        if (!locked) {
+            struct timespec ts = { 0, 1000 * 1000 };
+            nanosleep(&ts, NULL);
         }
-        struct timespec ts = { 0, 1000 * 1000 };
-        nanosleep(&ts, NULL);
+    }
+    if (locked) {
+        r = control_locked(request, len, response, capacity);
+        pthread_mutex_unlock(&control_lock);
     }
     hg_cancel_restore(cancel);
     return r;
+}
+
+/* heapgen_control for _exit, which programs call from signal handlers: the
+ * handler may have interrupted this very thread inside heapgen_control, with
+ * the lock held. Waits for the lock at most about a second, then does
+ * without (the collector then says the exit scan is missing). */
+long hg_control_from_handler(const char *request, char *response, size_t capacity)
+{
+    return control_request(request, response, capacity, 1);
 }
 
 HG_EXPORT long heapgen_control(const char *request, char *response, size_t capacity)
 {
     if (request == NULL || (response == NULL && capacity > 0))
         return -EINVAL;
-    if (!control_active())
-        return -ENOSYS;
-    size_t len = strnlen(request, HG_CONTROL_REQUEST_BYTES + 1);
-    if (len > HG_CONTROL_REQUEST_BYTES)
-        return -E2BIG;
-    /* Not a cancellation point: one cancelled while waiting would keep the lock. */
-    int cancel = hg_cancel_off();
-    pthread_mutex_lock(&control_lock);
-    long r = control_locked(request, len, response, capacity);
-    pthread_mutex_unlock(&control_lock);
-    hg_cancel_restore(cancel);
-    return r;
+    return control_request(request, response, capacity, 0);
 }
