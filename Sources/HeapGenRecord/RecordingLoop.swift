@@ -779,6 +779,10 @@ final class RecordingLoop {
                             stacksLost: c.stacksLost &+ seg.staleStacks)
         var failure: String?
         seg.aggregator?.flush(seg.writer, closing: false)
+        // An image with nothing of its own live at exit (a helper child that only made
+        // system calls, as strace's probes do) had nothing for a scan to judge.
+        let missedExitScan = status.reason == .exited && (options.scanLeaks || options.retention)
+            && !seg.exitScanRequested && seg.watch.corruption == nil && seg.mayHaveOwnLiveBlocks()
         do {
             try seg.writer.finish(end)
         } catch {
@@ -794,8 +798,7 @@ final class RecordingLoop {
                                               + "after \(HumanUnits.count(seg.writer.eventCount)) events; the program ran on untraced"
                                       },
                                       droppedCounters: seg.droppedCounters,
-                                      missedExitScan: status.reason == .exited && (options.scanLeaks || options.retention)
-                                          && !seg.exitScanRequested && seg.watch.corruption == nil,
+                                      missedExitScan: missedExitScan,
                                       arenaBytes: c.arenaBytes,
                                       frameAddresses: seg.writer.frameAddresses, modules: seg.writer.modules))
         entry.segment = nil

@@ -155,6 +155,15 @@ final class Segment {
         return Array(UnsafeBufferPointer(start: scratch, count: Int(n)))
     }
 
+    /// Whether a block this image allocated itself (not one inherited at its fork) may be
+    /// live now: false only when the collector's live heap shows none.
+    func mayHaveOwnLiveBlocks() -> Bool {
+        guard let heap = materializedLiveHeap() else { return true }
+        var own = false
+        heap.forEachBlock { if $0.stack < InheritedHeap.firstID { own = true } }
+        return own
+    }
+
     /// The stack ids live blocks use now, in the collector's live heap and the control
     /// channel's tracker (those that exist).
     func liveStackIDs() -> Set<UInt32> {

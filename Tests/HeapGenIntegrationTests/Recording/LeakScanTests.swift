@@ -130,6 +130,22 @@ final class LeakScanTests: XCTestCase {
             + "(record with --leaks; a process that exits without running its exit handlers is not scanned)"), gate.transcript)
     }
 
+    /// syscallexit.c: two children leave by the exit system call itself, so neither is
+    /// scanned. Only the one with a block of its own live gets the warning: the other (a
+    /// tool's probe child, as strace -f starts) had nothing a scan could judge.
+    func testOnlyAChildWithBlocksOfItsOwnIsWarnedOfItsMissingScan() throws {
+        let exe = try Fixture.build("syscallexit.c")
+        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet", "--leaks"], timeout: 60)
+        XCTAssertStatus(rec.result, 0)
+        let lines = rec.result.stdoutText.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        guard lines.count == 2, lines.allSatisfy({ $0.count == 3 && $0[2] == "0" }) else {
+            return XCTFail(rec.result.transcript)
+        }
+        let (a, b) = (lines[0][1], lines[1][1])
+        XCTAssertTrue(rec.allTraces.contains(rec.trace + ".\(a)"), "\(rec.allTraces)")
+        XCTAssertEqual(rec.result.stderrLines, [Self.noScanWarning(rec.trace + ".\(b)")], rec.result.transcript)
+    }
+
     /// handlerexit.c: a timer's handler calls _exit while main is (almost always) inside
     /// heapgen_control, which holds its lock while it waits. The exit scan in heapgen's
     /// _exit must not wait on that lock: it gives up after about a second and the collector
