@@ -64,9 +64,7 @@ public enum HTMLReport {
         let ownAbandoned = abandoned.filter { !$0.inLibraries }
         var out = "<header><h1>heapgen · \(HTMLText.escape(programName(report)))</h1>"
         out += "<p class=\"sub mono\">\(HTMLText.escape(report.program.args.joined(separator: " "))) — pid \(report.program.pid), "
-        if let s = report.program.signal { out += "killed by " + HumanUnits.signal(s) }
-        else if let e = report.program.exitStatus { out += "exit status \(e)" }
-        else { out += "no exit status" }
+        out += HTMLText.escape(report.program.endingDescription)
         out += "</p>"
         if ownAbandoned.isEmpty && leaked.isEmpty && report.judgedCycles < 2 {
             // Nothing found because nothing could be judged is not a clean bill of health.

@@ -104,20 +104,29 @@ public struct ReportBuilder {
         let p = analysis.process
         var exitStatus: Int32?
         var signal: Int32?
+        var ending: Report.Program.Ending?
         switch analysis.end?.reason {
-        case .exited?: exitStatus = analysis.end?.status
-        case .signaled?: signal = analysis.end?.status
-        case .execed?: notes.append("The program exec'd another program; that program has its own trace.")
-        case .collectorStopped?: notes.append("The program was still running when recording stopped.")
-        case .unknown?: notes.append("How the program ended is unknown.")
-        case .corrupt?: notes.append("The program wrote over its own recording segment: recording stopped there.")
+        case .exited?: exitStatus = analysis.end?.status; ending = .exited
+        case .signaled?: signal = analysis.end?.status; ending = .killed
+        case .execed?:
+            ending = .exec
+            notes.append("The program exec'd another program; that program has its own trace.")
+        case .collectorStopped?:
+            ending = .running
+            notes.append("The program was still running when recording stopped.")
+        case .unknown?:
+            ending = .unknown
+            notes.append("How the program ended is unknown.")
+        case .corrupt?:
+            ending = .corrupt
+            notes.append("The program wrote over its own recording segment: recording stopped there.")
         case nil: break
         }
         if analysis.totals.stacksLost > 0 {
             notes.append("Warning: " + StackCompleteness.lostWarning(analysis.totals.stacksLost) + ".")
         }
         let program = Report.Program(path: p.executable, args: p.arguments, pid: p.pid,
-                                     exitStatus: exitStatus, signal: signal)
+                                     exitStatus: exitStatus, signal: signal, ending: ending)
 
         var report = Report(
             trace: trace, program: program,

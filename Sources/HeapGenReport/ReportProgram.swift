@@ -1,6 +1,7 @@
 // The "program" object of a report.
 
 import HeapGenSymbolication
+import HeapGenUnits
 
 extension Report {
     /// The traced process and how it ended.
@@ -16,18 +17,52 @@ extension Report {
         public var exitStatus: Int32?
         /// Number of the signal that killed the process; otherwise `nil`.
         public var signal: Int32?
+        /// How the process image ended; `nil` in reports made before heapgen wrote it.
+        public var ending: Ending?
+
+        /// How a traced process image ended (its trace's end record).
+        public enum Ending: String, Codable, Sendable {
+            /// It exited: see ``exitStatus``.
+            case exited
+            /// A signal killed it: see ``signal``.
+            case killed
+            /// It ran another program with `execve`, which has a trace of its own.
+            case exec
+            /// It was still running when the recording stopped.
+            case running
+            /// heapgen lost track of it (or the trace was salvaged).
+            case unknown
+            /// It wrote over its recording segment, and recording stopped there.
+            case corrupt
+        }
 
         /// Creates the program description.
-        public init(path: String, args: [String], pid: Int32, exitStatus: Int32?, signal: Int32?) {
+        public init(path: String, args: [String], pid: Int32, exitStatus: Int32?, signal: Int32?,
+                    ending: Ending? = nil) {
             self.path = path
             self.args = args
             self.pid = pid
             self.exitStatus = exitStatus
             self.signal = signal
+            self.ending = ending
         }
 
         private enum CodingKeys: String, CodingKey {
-            case path, args, pid, exitStatus, signal
+            case path, args, pid, exitStatus, signal, ending
+        }
+
+        /// How it ended, in words: "exited with status 0", "killed by signal 9 (SIGKILL)",
+        /// "exec'd another program".
+        public var endingDescription: String {
+            if let exitStatus { return "exited with status \(exitStatus)" }
+            if let signal { return "killed by " + HumanUnits.signal(signal) }
+            switch ending {
+            case .exec?: return "exec'd another program"
+            case .running?: return "was still running when recording stopped"
+            case .unknown?: return "ended in a way heapgen could not learn"
+            case .corrupt?: return "wrote over its recording segment"
+            case .exited?, .killed?, nil: return "did not exit while recorded"
+            }
         }
 
         /// The name the program was started as: `argv[0]`'s last component (`redis-server`,
@@ -74,6 +109,7 @@ extension Report {
             try c.encode(pid, forKey: .pid)
             try c.encode(exitStatus, forKey: .exitStatus)
             try c.encode(signal, forKey: .signal)
+            try c.encodeIfPresent(ending, forKey: .ending)
         }
     }
 

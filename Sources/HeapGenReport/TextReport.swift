@@ -67,15 +67,7 @@ public enum TextReport {
 
     static func header(_ r: Report, _ style: TextStyle) -> [String] {
         let name = r.program.name
-        var ending: String
-        if let status = r.program.exitStatus {
-            ending = "exited with status \(status)"
-        } else if let signal = r.program.signal {
-            ending = "killed by " + HumanUnits.signal(signal)
-        } else {
-            ending = "did not exit while recorded"
-        }
-        var lines = [style.bold("heapgen: \(name)") + " (pid \(r.program.pid)) " + ending]
+        var lines = [style.bold("heapgen: \(name)") + " (pid \(r.program.pid)) " + r.program.endingDescription]
         let t = r.totals
         lines.append("  \(HumanUnits.plural(t.allocations, "allocation")), \(HumanUnits.plural(t.frees, "free")), "
             + "\(HumanUnits.bytes(t.allocatedBytes)) allocated; peak \(HumanUnits.bytes(t.peakBytes)) in generation \(t.peakGeneration)")

@@ -68,6 +68,16 @@ final class ProcessTests: XCTestCase {
         XCTAssertEqual(second.liveObjects, 6)
         XCTAssertEqual(second.endReason, "exited")
         XCTAssertTrue(second.string("process.executable")?.hasSuffix("/child") ?? false, "\(second)")
+
+        // The report says how each image ended: the first by its exec, not "did not exit".
+        let firstReport = try HeapGenCLI.json(["report", "--format", "json", rec.trace])
+        let program = try XCTUnwrap(firstReport["program"] as? [String: Any])
+        XCTAssertEqual(program["ending"] as? String, "exec", "\(program)")
+        XCTAssertTrue(program["exitStatus"] is NSNull, "\(program)")
+        let text = try HeapGenCLI.succeed(["report", rec.trace]).stdoutText
+        XCTAssertTrue(text.contains("(pid \(pid)) exec'd another program"), text)
+        let secondReport = try HeapGenCLI.json(["report", "--format", "json", secondPath])
+        XCTAssertEqual((secondReport["program"] as? [String: Any])?["ending"] as? String, "exited")
     }
 
     func testNoFollowExecWritesNoExtraTrace() throws {
