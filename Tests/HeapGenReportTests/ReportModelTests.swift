@@ -127,7 +127,7 @@ final class ReportBuilderTests: XCTestCase {
         XCTAssertEqual(report.schema, ModelReport.schemaVersion)
         XCTAssertEqual(report.trace, "/t/app.trace")
         XCTAssertEqual(report.otherTraces, ["/t/app.trace.5"])
-        XCTAssertEqual(report.program, ModelReport.Program(path: "/app/bin", args: ["bin", "-x"], pid: 99, exitStatus: 3, signal: nil))
+        XCTAssertEqual(report.program, ModelReport.Program(path: "/app/bin", args: ["bin", "-x"], pid: 99, exitStatus: 3, signal: nil, ending: .exited))
         XCTAssertEqual(report.options, ModelReport.Options(warmUp: 1, toleratedMisses: 1))
         XCTAssertEqual(report.cycles, 6)
         XCTAssertEqual(report.judgedCycles, 5)
