@@ -438,7 +438,9 @@ typedef struct hg_header {
     uint64_t unwind_fallbacks;               /* stacks cut short: the unwinder could not go on
                                                 (name kept from the libunwind days) */
     uint32_t detached;                       /* 1: collector gone, shim passes through    */
-    uint32_t _pad1;
+    uint32_t sandboxed;                      /* 1: the program installed a seccomp filter;
+                                                the shim's waits made no system calls from
+                                                then on, and its forks ran untraced      */
     uint64_t stacks_lost;                    /* allocations recorded with stack 0 because the
                                                 stack store (arena or its index) was full */
 

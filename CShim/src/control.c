@@ -76,8 +76,7 @@ static long control_locked(const char *request, size_t len, char *response, size
         }
         if (t - start > CONTROL_TIMEOUT_NS)
             return -ETIMEDOUT;
-        struct timespec ts = { 0, (long)CONTROL_POLL_NS };
-        nanosleep(&ts, NULL);
+        hg_pause(CONTROL_POLL_NS);
     }
 }
 
@@ -96,10 +95,8 @@ static long control_request(const char *request, char *response, size_t capacity
     int locked = !bounded && pthread_mutex_lock(&control_lock) == 0;
     for (int i = 0; bounded && !locked && i < 1000; i++) {
         locked = pthread_mutex_trylock(&control_lock) == 0;
-        if (!locked) {
-            struct timespec ts = { 0, 1000 * 1000 };
-            nanosleep(&ts, NULL);
-        }
+        if (!locked)
+            hg_pause(1000 * 1000);
     }
     if (locked) {
         r = control_locked(request, len, response, capacity);

@@ -33,29 +33,57 @@ int hg_holds_slot(void)
     return hg_held != 0;
 }
 
+/* What the collector has done for us so far: it moves the tail, releases
+ * arena halves and answers requests. */
+static uint64_t collector_progress(void)
+{
+    const hg_header *h = g_hg.hdr;
+    return __atomic_load_n(&h->tail, __ATOMIC_RELAXED) +
+           (__atomic_load_n(&h->arena_released, __ATOMIC_RELAXED) << 40) +
+           (__atomic_load_n(&h->control_response_id, __ATOMIC_RELAXED) << 52);
+}
+
+/* In a seccomp sandbox the collector cannot be asked (poll, connect and
+ * kill may be fatal there): it is taken for gone once it has made no
+ * progress for this long. Long, because a collector busy with another
+ * process's scan (up to 20 s) leaves ours alone meanwhile. */
+#define SANDBOX_SILENCE_NS (60ull * 1000 * 1000 * 1000)
+
 void hg_collector_wait_begin(hg_collector_wait *w, unsigned yields)
 {
     w->saved_errno = errno;
     w->cancel_state = hg_cancel_off();
-    w->start = w->last_check = hg_clock_ns();
+    w->start = w->last_check = w->last_progress = hg_clock_ns();
+    w->progress = collector_progress();
     w->yields = yields;
     __atomic_fetch_add(&g_hg.hdr->wait_count, 1, __ATOMIC_RELAXED);
+}
+
+static int collector_alive(hg_collector_wait *w, uint64_t t)
+{
+    if (!hg_sandboxed())
+        return hg_collector_alive();
+    const uint64_t p = collector_progress();
+    if (p != w->progress) {
+        w->progress = p;
+        w->last_progress = t;
+    }
+    return t - w->last_progress < SANDBOX_SILENCE_NS;
 }
 
 int hg_collector_wait_pause(hg_collector_wait *w, uint64_t *elapsed)
 {
     if (w->yields > 0) {
         w->yields--;
-        sched_yield();
+        hg_yield();
     } else {
-        struct timespec ts = { 0, 50 * 1000 };
-        nanosleep(&ts, NULL);
+        hg_pause(50 * 1000);
     }
     const uint64_t t = hg_clock_ns();
     *elapsed = t - w->start;
     if (t - w->last_check > 20000000ull) {
         w->last_check = t;
-        if (!hg_collector_alive())
+        if (!collector_alive(w, t))
             return 0;
     }
     return 1;
@@ -177,7 +205,7 @@ int hg_emit_held(uint32_t kind, uint64_t addr, uint64_t size, uint32_t ref, uint
         const hg_slot *slot = &ring[pos & mask];
         int ours = hg_ring_head(g_hg.hdr) > pos;
         for (int i = 0; ours && i < 64 && !hg_ring_published(__atomic_load_n(&slot->w0, __ATOMIC_ACQUIRE), pos, shift); i++)
-            sched_yield();
+            hg_yield();
         if (ours && !hg_ring_published(__atomic_load_n(&slot->w0, __ATOMIC_ACQUIRE), pos, shift)) {
             if (held & HG_HELD_WIDE)
                 hg_ring_publish(ring, mask, pos + 1, shift, HG_K_NOP, 0, 0, 0, 0);

@@ -104,6 +104,19 @@ static inline int hg_tracking(void)
 void hg_init_slow(void);
 void hg_detach(void);
 
+/* sandbox.c: 1 once the program installed a seccomp filter; from then on
+ * the shim's waits make no system call (see sandbox.c). */
+extern int g_hg_sandboxed;
+void hg_enter_sandbox(void);
+/* Sleep about ns (in a sandbox: spin). */
+void hg_pause(uint64_t ns);
+/* sched_yield (in a sandbox: a 1 us spin). */
+void hg_yield(void);
+static inline int hg_sandboxed(void)
+{
+    return HG_UNLIKELY(__atomic_load_n(&g_hg_sandboxed, __ATOMIC_RELAXED) != 0);
+}
+
 /* 1 once the shim is active (g_hg_phase 2); the first call in a process
  * image sets it up. */
 static inline int hg_ready(void)
@@ -159,10 +172,11 @@ void hg_wait_init(void);
  * of the stack arena), one shape for both: counted in header.wait_count and
  * wait_ns, the program's errno left as it was (free must not change it:
  * POSIX 2024, glibc; the sleeps and kill() below may), the collector's
- * liveness checked every 20 ms. */
+ * liveness checked every 20 ms (in a sandbox: by its progress). */
 typedef struct hg_collector_wait {
     uint64_t start, last_check;
-    unsigned yields;            /* sched_yield this many times, then sleep 50 us a time */
+    uint64_t progress, last_progress;   /* in a sandbox: the collector's, and when it last changed */
+    unsigned yields;            /* hg_yield this many times, then sleep 50 us a time */
     int saved_errno;
     int cancel_state;           /* hg_cancel_off's, restored at the end */
 } hg_collector_wait;

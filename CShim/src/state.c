@@ -45,7 +45,8 @@ volatile uint32_t *g_hg_armed = &armed_fallback;
  * (the fallback word is never 0) the pid decides alone. */
 static int owns_segment(void)
 {
-    return *g_hg_armed != 0 && g_hg.pid == getpid();
+    /* (In a sandbox getpid may be fatal, and no child is traced there.) */
+    return *g_hg_armed != 0 && (hg_sandboxed() || g_hg.pid == getpid());
 }
 
 /* Settings read once from the environment. */
@@ -233,7 +234,7 @@ static int open_segment(uint32_t origin, hg_owned_fd *conn)
 static void fork_prepare(void)
 {
     hg_fork_id = 0;
-    if (g_hg_phase == 2 && hg_env_follow_fork() && hg_guard == 0 && !g_hg.hdr->detached) {
+    if (g_hg_phase == 2 && hg_env_follow_fork() && hg_guard == 0 && !g_hg.hdr->detached && !hg_sandboxed()) {
         /* The live heap the child inherits is the parent's at this record. */
         if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
             hg_thread_announce();
@@ -265,6 +266,16 @@ static void become_child(hg_owned_fd *conn)
     hg_guard_enter();
     hg_modules_fork_child();
     hg_control_fork_child();
+    if (hg_sandboxed()) {
+        /* No connecting from a sandbox (see sandbox.c): untraced, without a
+         * system call. The parent's segment stays mapped here, unused, and
+         * its descriptors open (close-on-exec, as the parent's are). */
+        g_hg.hdr = NULL;
+        *g_hg_armed = 1;
+        __atomic_store_n(&g_hg_phase, 3, __ATOMIC_RELEASE);
+        hg_guard_leave();
+        return;
+    }
     hg_header *old = g_hg.hdr;
     g_hg_phase = 1;
     hg_unwind_set_fallback_sink(NULL);
@@ -421,7 +432,8 @@ static void hg_leak_scan_at_exit(void *from_exit_call)
     size_t at = sizeof head - 1;
     for (int shift = 60; shift >= 0; shift -= 4)
         request[at++] = "0123456789abcdef"[(sp >> shift) & 15];
-    uintptr_t text = cfg_leak_scan ? (uintptr_t)hg_lsan_default_suppressions() : 0;
+    /* (Finding the program's suppressions opens its executable: not in a sandbox.) */
+    uintptr_t text = cfg_leak_scan && !hg_sandboxed() ? (uintptr_t)hg_lsan_default_suppressions() : 0;
     if (text != 0) {
         memcpy(request + at, lsan, sizeof lsan - 1);
         at += sizeof lsan - 1;

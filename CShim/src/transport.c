@@ -178,6 +178,10 @@ int hg_send_hello(const hg_owned_fd *conn, int memfd, const hg_hello *hello)
  * cancellation points). */
 int hg_collector_alive(void)
 {
+    /* Nothing to ask in a sandbox: a wait judges by the collector's
+     * progress, a request by its own time limit. */
+    if (hg_sandboxed())
+        return 1;
     /* The collector keeps its end of our connection open while it traces
      * us; the kernel closes it when the collector exits, even while it is
      * an unreaped zombie (which kill(pid, 0) still finds). */

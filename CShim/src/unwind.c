@@ -798,13 +798,36 @@ static bool pages_readable(uintptr_t from, uintptr_t to) {
     return true;
 }
 
+/* In a seccomp sandbox (sandbox.c) no system call of ours may run: pages
+ * are not checked, memory off the known stack is not read (the stack is cut
+ * there), and the alternate signal stack is not asked for. The main
+ * thread's stack is taken unchecked: it is one mapping that grows down
+ * from its top, and nothing else is mapped within the stack limit below it
+ * (the kernel keeps that room for it), so an SP there has all of [SP, top)
+ * mapped above it. */
+static _Atomic bool hg_no_syscalls;
+
+void hg_unwind_forbid_syscalls(void) {
+    atomic_store_explicit(&hg_no_syscalls, true, memory_order_relaxed);
+}
+
+static inline uintptr_t main_stack_top(void) {
+    return ((uintptr_t)__libc_stack_end | (PAGE - 1)) + 1;
+}
+
 /* Take `top` as the top of the stack SP runs on if [SP, top) is readable:
  * check the pages not checked before and remember the range. */
 static bool adopt_top(uintptr_t sp, uintptr_t top) {
     if (!on_stack_below(sp, top)) return false;
     const uintptr_t from = sp & ~(PAGE - 1);
     const uintptr_t known = top == hg_top && hg_vlo ? hg_vlo : ((top - 1) & ~(PAGE - 1)) + PAGE;
-    if (from < known && !pages_readable(from, known)) return false;
+    if (from < known) {
+        if (hg_unlikely(atomic_load_explicit(&hg_no_syscalls, memory_order_relaxed))) {
+            if (__libc_stack_end == NULL || top != main_stack_top()) return false;
+        } else if (!pages_readable(from, known)) {
+            return false;
+        }
+    }
     /* A handler may run between any two stores: it must never see a range
      * wider than what was checked (top first withdrawn, then the new low). */
     if (hg_top != top) {
@@ -822,8 +845,9 @@ static bool adopt_top(uintptr_t sp, uintptr_t top) {
 static uintptr_t __attribute__((noinline)) find_top(uintptr_t sp, uintptr_t *lo_out) {
     const uintptr_t self = (uintptr_t)pthread_self();
     if (adopt_top(sp, self)) return self;
-    const uintptr_t main_top = ((uintptr_t)__libc_stack_end | (PAGE - 1)) + 1;
+    const uintptr_t main_top = main_stack_top();
     if (__libc_stack_end && adopt_top(sp, main_top)) return main_top;
+    if (atomic_load_explicit(&hg_no_syscalls, memory_order_relaxed)) return 0;
     stack_t ss;
     if (syscall(SYS_sigaltstack, NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK) &&
         sp >= (uintptr_t)ss.ss_sp && sp < (uintptr_t)ss.ss_sp + ss.ss_size) {
@@ -849,6 +873,7 @@ static inline bool slot_ok(uintptr_t a, uintptr_t lo, uintptr_t hi) {
 
 /* Copy `len` bytes at `a` without faulting: false if any is unreadable. */
 static bool __attribute__((noinline)) read_checked(uintptr_t a, void *out, size_t len) {
+    if (atomic_load_explicit(&hg_no_syscalls, memory_order_relaxed)) return false;
     struct iovec local = { out, len }, remote = { (void *)a, len };
     return syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote, 1L, 0L) == (long)len;
 }

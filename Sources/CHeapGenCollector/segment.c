@@ -159,6 +159,7 @@ void hg_segment_counters(const hg_segment *seg, hg_counters *out) {
     out->unwind_fallbacks = __atomic_load_n(&h->unwind_fallbacks, __ATOMIC_RELAXED);
     out->arena_state = __atomic_load_n(&h->arena_state, __ATOMIC_RELAXED);
     out->detached = __atomic_load_n(&h->detached, __ATOMIC_RELAXED);
+    out->sandboxed = __atomic_load_n(&h->sandboxed, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------ blobs */

@@ -184,6 +184,12 @@ public final class Recorder {
             if trace.end.stacksLost > 0 {
                 printDiagnostic("warning: \(trace.path): " + StackCompleteness.lostWarning(trace.end.stacksLost))
             }
+            if trace.sandboxed {
+                let subject = options.temporaryTraces ? "process \(trace.pid)" : trace.path
+                printDiagnostic("note: \(subject): the program locked itself into a seccomp sandbox, where heapgen "
+                    + "made no system calls of its own: processes it forked there ran untraced, and stacks that "
+                    + "could not be walked without one were cut short")
+            }
             if trace.missedExitScan {
                 let subject = options.temporaryTraces ? "process \(trace.pid)" : trace.path
                 let lost = options.scanLeaks ? "no verdict on its leaks" : "no reference graph"

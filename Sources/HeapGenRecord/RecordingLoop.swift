@@ -27,6 +27,8 @@ struct FinishedTrace {
     var droppedCounters = false
     /// The image exited without asking for the exit scan it was recorded for.
     var missedExitScan = false
+    /// The image installed a seccomp filter (see ``ShimCounters/sandboxed``).
+    var sandboxed = false
     /// Bytes of the shim's arena in use at the end (stack nodes, names, modules), for `--stats`.
     var arenaBytes: UInt64 = 0
     /// With ``RecordOptions/storeSymbols``: the trace's distinct frame addresses and its
@@ -799,6 +801,7 @@ final class RecordingLoop {
                                       },
                                       droppedCounters: seg.droppedCounters,
                                       missedExitScan: missedExitScan,
+                                      sandboxed: c.sandboxed && seg.watch.corruption == nil,
                                       arenaBytes: c.arenaBytes,
                                       frameAddresses: seg.writer.frameAddresses, modules: seg.writer.modules))
         entry.segment = nil

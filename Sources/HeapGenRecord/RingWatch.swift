@@ -86,6 +86,9 @@ struct ShimCounters {
     /// Bytes written to the arena in all its epochs (the halves before the current one
     /// counted whole).
     var arenaBytes: UInt64
+    /// The program installed a seccomp filter: the shim made no system calls of its own from
+    /// then on, and the processes it forked ran untraced.
+    var sandboxed: Bool
     /// At least one counter was out of range (and was dropped).
     var dropped = false
 
@@ -108,6 +111,7 @@ struct ShimCounters {
         freeNullCalls = plausible(c.free_null)
         unwindFallbacks = plausible(c.unwind_fallbacks)
         stacksLost = plausible(c.stacks_lost)
+        sandboxed = c.sandboxed == 1
         let half = raw.pointee.arena_half
         let epoch = c.arena_state >> UInt64(HG_ARENA_EPOCH_SHIFT)
         let (before, tooMany) = epoch.multipliedReportingOverflow(by: half)

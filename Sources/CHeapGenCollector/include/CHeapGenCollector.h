@@ -70,6 +70,7 @@ typedef struct hg_counters {
     uint64_t stacks_lost;   /* allocations recorded with stack 0: the stack store was full */
     uint64_t arena_state;   /* epoch << HG_ARENA_EPOCH_SHIFT | bytes used in its half */
     uint32_t detached;
+    uint32_t sandboxed;     /* the program installed a seccomp filter (header.sandboxed) */
 } hg_counters;
 void hg_segment_counters(const hg_segment *seg, hg_counters *out);
 
