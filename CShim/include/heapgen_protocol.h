@@ -185,7 +185,18 @@ enum hg_kind {
                                 from 1). Published in the parent's fork handler, before the
                                 fork; the child's header names the id in parent_fork_id, so
                                 the collector starts the child's trace with the parent's live
-                                blocks as they were at this record. */
+                                blocks as they were at this record. size = 1: the shim could
+                                not connect for the child, which will run untraced; aux =
+                                the errno of that (0 if none was set). */
+    HG_K_EXEC          = 41, /* this image calls an exec function (execve, execvp, ...):
+                                addr = 1 just before the call, stack = blob (the program's
+                                name: the last component of the path given, NUL-terminated);
+                                addr = 0 after a call that failed and returned. The
+                                connection closing after a 1 is the exec, even when the
+                                program exec'd was not traced and is gone before the
+                                collector can look at it. size = 0: this image calls it;
+                                else the pid of a vfork child that shares the segment and
+                                calls it (its own exec; it should say hello as that pid). */
 };
 
 /* The kind and size of a decoded record (hg_record.size_kind). */

@@ -104,6 +104,9 @@ static inline int hg_tracking(void)
 void hg_init_slow(void);
 void hg_detach(void);
 
+/* exec.c: finds the C library's exec functions (at start-up). */
+void hg_exec_init(void);
+
 /* sandbox.c: 1 once the program installed a seccomp filter; from then on
  * the shim's waits make no system call (see sandbox.c). */
 extern int g_hg_sandboxed;

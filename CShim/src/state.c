@@ -238,13 +238,21 @@ static void fork_prepare(void)
         /* The live heap the child inherits is the parent's at this record. */
         if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
             hg_thread_announce();
-        hg_fork_id = __atomic_add_fetch(&g_fork_counter, 1, __ATOMIC_RELAXED);
-        hg_emit(HG_K_FORK, hg_fork_id, 0, 0, 0);
-        /* Connect for the child now: see fork_conn. */
+        /* Connect for the child now: see fork_conn. Without a connection
+         * (heapgen's socket out of reach: a mount namespace over its
+         * directory, no descriptor left) the child runs untraced, and the
+         * record says so and why. */
+        const int saved = errno;
         hg_guard_enter();
-        if (!hg_connect(&fork_conn))
+        errno = 0;
+        const int connected = hg_connect(&fork_conn);
+        const int why = connected ? 0 : errno;
+        if (!connected)
             fork_conn.fd = -1;
         hg_guard_leave();
+        errno = saved;
+        hg_fork_id = __atomic_add_fetch(&g_fork_counter, 1, __ATOMIC_RELAXED);
+        hg_emit(HG_K_FORK, hg_fork_id, !connected, 0, (uint32_t)why);
     }
     hg_modules_fork_prepare();
 }
@@ -292,7 +300,9 @@ static void become_child(hg_owned_fd *conn)
         conn->fd = -1;
         if (!hg_fd_owned(&c))
             c.fd = -1;
-        if ((c.fd >= 0 || hg_connect(&c)) && open_segment(HG_ORIGIN_FORK, &c)) {
+        /* A fork whose parent could not connect for it stays untraced, as the
+         * parent's record says; a raw clone child (no fork id) tries itself. */
+        if ((c.fd >= 0 || (hg_fork_id == 0 && hg_connect(&c))) && open_segment(HG_ORIGIN_FORK, &c)) {
             hg_modules_reset();
             hg_modules_scan();
             phase = 2;
@@ -547,6 +557,7 @@ __attribute__((constructor(101))) static void hg_constructor(void)
     if (g_hg_phase == 0)
         hg_init_slow();
     find_exit_functions();
+    hg_exec_init();
     /* Registered before the program's constructors run: among the atexit
      * handlers, this one runs last. */
     if (g_hg_phase == 2 && (cfg_leak_scan || cfg_retention))

@@ -198,6 +198,13 @@ public final class Recorder {
                     + "itself, or it called _exit in a signal handler that interrupted a heapgen request)")
             }
         }
+        let untracedForks = loop.finished.flatMap(\.untracedForks)
+        if !untracedForks.isEmpty {
+            printDiagnostic("note: " + Self.untracedForkNote(untracedForks))
+        }
+        if !loop.untracedExecs.isEmpty {
+            printDiagnostic("note: " + Self.untracedExecNote(loop.untracedExecs))
+        }
         if status.reason == .signaled {
             // The shell prints nothing for a signal heapgen passed on as 128+N; without this
             // line a crash under `record` would read like a clean recording.
@@ -223,6 +230,29 @@ public final class Recorder {
     /// The ring sizes the shim accepts (it ignores others and uses its default).
     public static let minRingSlots = 1024
     public static let maxRingSlots = 1 << 26
+
+    /// The closing note for children forked by traced processes that ran untraced: the shim
+    /// could not connect for them (`errors`: the errno of each, 0 when unknown).
+    static func untracedForkNote(_ errors: [Int32]) -> String {
+        let n = errors.count
+        let reasons = Set(errors.filter { $0 != 0 }).sorted().map { String(cString: strerror($0)) }
+        let why = reasons.isEmpty ? "" : " (" + reasons.joined(separator: "; ") + ")"
+        return (n == 1 ? "1 process forked by a traced process ran untraced: heapgen could not be reached from it"
+            : "\(n) processes forked by traced processes ran untraced: heapgen could not be reached from them") + why
+    }
+
+    /// The closing note for programs exec'd by traced processes that never said hello
+    /// (pid to name), at most five named.
+    static func untracedExecNote(_ untraced: [Int32: String]) -> String {
+        let named = untraced.sorted { $0.key < $1.key }.map { pid, name in
+            name.isEmpty ? "pid \(pid)" : "\(name) (pid \(pid))"
+        }
+        let shown = named.prefix(5).joined(separator: ", ") + (named.count > 5 ? " and \(named.count - 5) more" : "")
+        let what = named.count == 1 ? "1 program exec'd by a traced process ran" : "\(named.count) programs exec'd by traced processes ran"
+        return "\(what) untraced: \(shown). Untraced because the environment no longer preloaded heapgen (env -i, "
+            + "sudo), the program could not be preloaded (setuid, static), or heapgen's socket was out of reach (a "
+            + "new mount namespace over its directory)"
+    }
 
     public static func validRingSlots(_ n: Int) -> Bool {
         n >= minRingSlots && n <= maxRingSlots && n & (n - 1) == 0

@@ -29,6 +29,8 @@ struct FinishedTrace {
     var missedExitScan = false
     /// The image installed a seccomp filter (see ``ShimCounters/sandboxed``).
     var sandboxed = false
+    /// The errno of each fork whose child ran untraced (the shim could not connect for it).
+    var untracedForks: [Int32] = []
     /// Bytes of the shim's arena in use at the end (stack nodes, names, modules), for `--stats`.
     var arenaBytes: UInt64 = 0
     /// With ``RecordOptions/storeSymbols``: the trace's distinct frame addresses and its
@@ -150,6 +152,10 @@ final class RecordingLoop {
         drainer.childExited = { [unowned self] parent, pid, raw in
             guard let pid = self.collectorPid(pid, reportedBy: parent) else { return }
             self.reportedStatus[pid] = ExitStatus.fromWaitStatus(raw)
+        }
+        drainer.vforkChildExec = { [unowned self] parent, pid, name in
+            guard parent.namespaceDepth == 0, options.followExec, !self.helloPids.contains(pid) else { return }
+            self.untracedExecs[pid] = name
         }
     }
 
@@ -326,6 +332,14 @@ final class RecordingLoop {
         pids.removeAll()
     }
 
+    /// Traced images that exec'd a program which never said hello, by pid: the name of
+    /// that program when the exec was seen ("" if it was gone already). Its process ran
+    /// untraced from the exec on; a hello from the pid later takes it off.
+    private(set) var untracedExecs: [Int32: String] = [:]
+    /// Every pid that said hello in this recording (a vfork child's exec record may be
+    /// read after the program it exec'd said hello, or even ended).
+    private var helloPids = Set<Int32>()
+
     /// At most this many warnings about bad hellos are printed.
     static let maxWarnings = 10
     private var warnings = 0
@@ -434,15 +448,23 @@ final class RecordingLoop {
         if maps >= 0 {
             execed = maps == 0
         } else {
-            // Exiting or gone already (a short-lived exec'd program): its
-            // mappings are gone, but an exiting process or a zombie still has
-            // the name of its last image.
+            // Exiting or gone already (a short-lived exec'd program): its mappings
+            // are gone. Its last records say whether it was exec'ing; else an exiting
+            // process or a zombie still has the name of its last image.
+            drainer.drainFinal(seg)
             let now = Self.commandName(entry.pid)
-            execed = !now.isEmpty && !entry.comm.isEmpty && now != entry.comm
+            execed = seg.execing != nil || (!now.isEmpty && !entry.comm.isEmpty && now != entry.comm)
         }
-        if execed {
-            finish(seg, entry: entry, status: .execed, final: true)
-        }
+        if execed { imageExeced(seg, entry: entry) }
+    }
+
+    /// `seg`'s image exec'd: its trace ends so. The new image says hello before it runs
+    /// anything, unless it is not preloaded: it is noted as untraced until it does.
+    private func imageExeced(_ seg: Segment, entry: PidEntry) {
+        finish(seg, entry: entry, status: .execed, final: true)
+        guard options.followExec else { return }
+        let name = Self.commandName(entry.pid)
+        untracedExecs[entry.pid] = name.isEmpty ? (seg.execing ?? "") : name
     }
 
     /// /proc/PID/comm without its newline; "" when unreadable.
@@ -494,6 +516,8 @@ final class RecordingLoop {
             raw.pointee.ppid = ppid
         }
         let pid = raw.pointee.pid
+        untracedExecs[pid] = nil
+        helloPids.insert(pid)
 
         // A pid we knew, whose process is gone: the pid was reused.
         if let old = pids[pid], hg_pidfd_exited(old.pidfd) == 1 {
@@ -700,7 +724,14 @@ final class RecordingLoop {
 
     private func ended(_ entry: PidEntry, status: ExitStatus) {
         if let seg = entry.segment {
-            finish(seg, entry: entry, status: status, final: true)
+            // Gone before its connection's end was seen: the status may be that of a
+            // program it exec'd (untraced), which its last records tell.
+            drainer.drainFinal(seg)
+            if seg.execing != nil {
+                imageExeced(seg, entry: entry)
+            } else {
+                finish(seg, entry: entry, status: status, final: true)
+            }
         }
         close(entry.pidfd)
         if entry.connection >= 0 { close(entry.connection) }
@@ -802,6 +833,7 @@ final class RecordingLoop {
                                       droppedCounters: seg.droppedCounters,
                                       missedExitScan: missedExitScan,
                                       sandboxed: c.sandboxed && seg.watch.corruption == nil,
+                                      untracedForks: seg.untracedForks,
                                       arenaBytes: c.arenaBytes,
                                       frameAddresses: seg.writer.frameAddresses, modules: seg.writer.modules))
         entry.segment = nil

@@ -94,6 +94,11 @@ final class Segment {
     var inheritedFrames: [UInt32: [UInt64]] = [:]
     /// Blocks this image inherited at its fork.
     var inheritedBlocks: UInt64 = 0
+    /// The errno of each fork whose child the shim could not connect for (it ran untraced).
+    var untracedForks: [Int32] = []
+    /// The program this image was exec'ing at its last `HG_K_EXEC` record (name, maybe
+    /// empty), nil when none is under way (none yet, or the last one failed).
+    var execing: String?
 
     /// ``liveHeap``, made now if it is still to be made: by replaying the heap events this
     /// segment's trace holds so far (the pending chunk is written first), which are every

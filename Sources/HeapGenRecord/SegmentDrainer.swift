@@ -29,6 +29,10 @@ final class SegmentDrainer {
     /// Told of HG_K_CHILD_EXIT records: (the reporting parent, child pid as the parent
     /// knows it, raw wait status).
     var childExited: ((Segment, Int32, Int32) -> Void)?
+    /// Told of HG_K_EXEC records of a vfork child sharing the segment: (the segment, the
+    /// child's pid as the segment's process knows it, the program's name or nil when the
+    /// exec failed).
+    var vforkChildExec: ((Segment, Int32, String?) -> Void)?
     /// Told of every module a program maps (HG_K_MODULE_LOAD), after its trace has it.
     var moduleMapped: ((ModuleRecord) -> Void)?
 
@@ -148,6 +152,11 @@ final class SegmentDrainer {
                 if let tracker { tracker.undo(address: s.addr) }
                 if let heap { heap.undo(address: s.addr) }
             case UInt32(HG_K_FORK.rawValue):
+                if s.size_kind & sizeMask == 1 {
+                    // No connection for the child: it runs untraced, and claims nothing.
+                    seg.untracedForks.append(Int32(truncatingIfNeeded: s.aux))
+                    continue
+                }
                 // The parent's live heap as the child will have it: taken here,
                 // in ring order, claimed by the child's hello.
                 // The first fork makes the heap from the trace so far (materializedLiveHeap).
@@ -302,6 +311,14 @@ final class SegmentDrainer {
             seg.threadsSeen &+= 1
         case UInt32(HG_K_CHILD_EXIT.rawValue):
             childExited?(seg, Int32(truncatingIfNeeded: s.addr), Int32(truncatingIfNeeded: s.size_kind & sizeMask))
+        case UInt32(HG_K_EXEC.rawValue):
+            let name = s.addr == 1 ? (string(seg, ref: s.ref) ?? "") : nil
+            let child = s.size_kind & sizeMask
+            if child == 0 {
+                seg.execing = name
+            } else {
+                vforkChildExec?(seg, Int32(truncatingIfNeeded: child), name)
+            }
         default:
             // HG_K_STACK_TRUNC (reserved) and unknown kinds: skipped.
             seg.badRecords &+= 1

@@ -80,6 +80,59 @@ final class ProcessTests: XCTestCase {
         XCTAssertEqual((secondReport["program"] as? [String: Any])?["ending"] as? String, "exited")
     }
 
+    /// untracedexec.c: a forked child execs /bin/true with an environment of its own, so
+    /// the program runs untraced and is gone (and reaped) at once. The child's trace ends
+    /// with its exec every time, not with the untraced program's exit (it did about one run
+    /// in three, when the collector looked after the reaping), and heapgen says which
+    /// program ran untraced. The exec that failed before it does not count. A vfork child
+    /// (no trace of its own: it shares its parent's) that does the same is named too; a
+    /// shell's commands run so, in a mount namespace that hides heapgen's socket.
+    func testAnUntracedExecIsNamedAndEndsTheImageBeforeIt() throws {
+        let exe = try Fixture.build("untracedexec.c")
+        for run in 1...5 {
+            let rec = try HeapGenCLI.recording(exe, ["/bin/true"], flags: ["--quiet"])
+            XCTAssertStatus(rec.result, 0)
+            XCTAssertEqual(rec.result.stdoutText, "child 0\nvfork child 0\n")
+            XCTAssertEqual(rec.allTraces.count, 2, "the program and its child: \(rec.allTraces)")
+            guard let child = rec.allTraces.first(where: { $0 != rec.trace }),
+                  let pid = Int(child.split(separator: ".").last ?? "") else { return XCTFail("\(rec.allTraces)") }
+            let report = try HeapGenCLI.json(["report", "--format", "json", child])
+            let program = try XCTUnwrap(report["program"] as? [String: Any])
+            XCTAssertEqual(program["ending"] as? String, "exec", "run \(run): \(program)")
+            let s = try HeapGenCLI.summary(child)
+            XCTAssertEqual(s.calls("malloc"), 1, "the malloc after the failed exec: \(s)")
+            let note = try XCTUnwrap(rec.result.stderrLines.first, rec.result.transcript)
+            XCTAssertEqual(rec.result.stderrLines.count, 1, rec.result.transcript)
+            XCTAssertTrue(note.hasPrefix("heapgen: note: 2 programs exec'd by traced processes ran untraced: "
+                + "true (pid \(pid)), true (pid "), "run \(run): \(note)")
+            XCTAssertTrue(note.hasSuffix(". Untraced because the environment no longer preloaded heapgen (env -i, sudo), "
+                + "the program could not be preloaded (setuid, static), or heapgen's socket was out of reach (a new "
+                + "mount namespace over its directory)"), note)
+        }
+    }
+
+    /// nofdfork.c: with no descriptor left, the shim cannot connect for a forked child,
+    /// which runs untraced. heapgen says so, with the reason; the next child, forked with
+    /// descriptors to spare, is traced (with the 32 bytes it keeps).
+    func testAForkThatCannotBeTracedIsNamed() throws {
+        let exe = try Fixture.build("nofdfork.c")
+        let native = try runProcess(exe, [], timeout: 60)
+        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet"])
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdout, native.stdout)
+        XCTAssertEqual(rec.result.stdoutText, "child 3\nchild 4\n")
+        XCTAssertEqual(rec.result.stderrLines, [
+            "heapgen: note: 1 process forked by a traced process ran untraced: heapgen could not be reached from it "
+                + "(Too many open files)",
+        ], rec.result.transcript)
+        XCTAssertEqual(rec.allTraces.count, 2, "the program and its second child: \(rec.allTraces)")
+        guard let child = rec.allTraces.first(where: { $0 != rec.trace }) else { return XCTFail("\(rec.allTraces)") }
+        let s = try HeapGenCLI.summary(child)
+        XCTAssertEqual(s.bytes("malloc"), 32, "\(s)")
+        XCTAssertEqual(s.endReason, "exited")
+        XCTAssertEqual(s.endStatus, 4)
+    }
+
     func testNoFollowExecWritesNoExtraTrace() throws {
         let exe = try Fixture.build("execer.c")
         let next = try Fixture.build("child.c")

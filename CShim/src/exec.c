@@ -1,0 +1,133 @@
+/*
+ * exec.c — the exec family: one HG_K_EXEC record before the call, and one
+ * more if it fails and returns.
+ *
+ * The collector tells an exec from an exit by the image's mappings or its
+ * command name, which it can only read while the process is still there.
+ * A program exec'd without heapgen (env -i, a setuid program, a mount
+ * namespace that hides heapgen's socket) that ends at once is gone, and
+ * reaped, before the collector looks: its trace said the image before it
+ * "exited", and nobody said the program ran untraced. The record says it.
+ *
+ * glibc's own calls between these functions (execvp reaching execve, say)
+ * do not come back through the PLT, so each is wrapped; the variadic execl
+ * family builds its argument vector on the stack and calls the vector form,
+ * as glibc does.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+#include "shim.h"
+
+/* `program`: the path or file name given (its last component is sent), or
+ * NULL after the call. A vfork child (a shell running a command, say)
+ * shares our segment, but its exec ends only itself: its records carry its
+ * pid, and the collector expects a hello from that pid instead. Not in a
+ * sandbox (getpid). */
+static void note_exec(const char *program)
+{
+    if (!hg_tracking() || hg_guard != 0 || hg_sandboxed())
+        return;
+    const int saved = errno;
+    const pid_t self = getpid();
+    if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
+        hg_thread_announce();
+    uint32_t ref = 0;
+    if (program != NULL) {
+        const char *base = strrchr(program, '/');
+        base = base ? base + 1 : program;
+        const size_t len = strnlen(base, 255);
+        static const char nul = 0;
+        ref = hg_arena_put(HG_BLOB_STRING, base, (uint32_t)len, &nul, 1, (uint32_t)len + 1);
+    }
+    hg_emit(HG_K_EXEC, program != NULL, self == g_hg.pid ? 0 : (uint64_t)self, ref, 0);
+    errno = saved;
+}
+
+/* The C library's definitions, found at start-up (hg_exec_init): a vfork
+ * child calling execve must not be the first to look (dlsym allocates, and
+ * a vfork child's allocations land in its parent's segment). Still looked
+ * up on first use by a call that comes before our constructor. */
+enum { F_EXECVE, F_EXECV, F_EXECVP, F_EXECVPE, F_FEXECVE, F_EXECVEAT, F_COUNT };
+static const char *const names[F_COUNT] = { "execve", "execv", "execvp", "execvpe", "fexecve", "execveat" };
+static void *real[F_COUNT];
+
+static void *next(int which)
+{
+    void *f = __atomic_load_n(&real[which], __ATOMIC_ACQUIRE);
+    if (f == NULL) {
+        hg_guard_enter();
+        f = dlsym(RTLD_NEXT, names[which]);
+        hg_guard_leave();
+        __atomic_store_n(&real[which], f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
+void hg_exec_init(void)
+{
+    for (int i = 0; i < F_COUNT; i++)
+        (void)next(i);
+}
+
+#define WRAP_EXEC(name, which, program, params, args)                          \
+    HG_EXPORT int name params                                                  \
+    {                                                                          \
+        int (*f) params = (int (*) params)next(which);                         \
+        if (f == NULL) {                                                       \
+            errno = ENOSYS;                                                    \
+            return -1;                                                         \
+        }                                                                      \
+        note_exec(program);                                                    \
+        int r = f args;                                                        \
+        note_exec(NULL);                                                       \
+        return r;                                                              \
+    }
+
+WRAP_EXEC(execve, F_EXECVE, path, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
+WRAP_EXEC(execv, F_EXECV, path, (const char *path, char *const argv[]), (path, argv))
+WRAP_EXEC(execvp, F_EXECVP, file, (const char *file, char *const argv[]), (file, argv))
+WRAP_EXEC(execvpe, F_EXECVPE, file, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp))
+WRAP_EXEC(fexecve, F_FEXECVE, "", (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))
+WRAP_EXEC(execveat, F_EXECVEAT, path,
+          (int dirfd, const char *path, char *const argv[], char *const envp[], int flags),
+          (dirfd, path, argv, envp, flags))
+
+/* execl, execlp, execle: count the arguments, copy them into a vector on
+ * the stack, call the vector form (through its wrapper above). */
+#define COLLECT_ARGS(first, ap, argv)                                          \
+    size_t n__ = 1;                                                            \
+    va_start(ap, first);                                                       \
+    while (va_arg(ap, const char *) != NULL) n__++;                            \
+    va_end(ap);                                                                \
+    char *argv[n__ + 1];                                                       \
+    argv[0] = (char *)(first);                                                 \
+    va_start(ap, first);                                                       \
+    for (size_t i__ = 1; i__ <= n__; i__++) argv[i__] = va_arg(ap, char *);
+
+HG_EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    COLLECT_ARGS(arg, ap, argv)
+    va_end(ap);
+    return execv(path, argv);
+}
+
+HG_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    COLLECT_ARGS(arg, ap, argv)
+    va_end(ap);
+    return execvp(file, argv);
+}
+
+HG_EXPORT int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    COLLECT_ARGS(arg, ap, argv)
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return execve(path, argv, envp);
+}
