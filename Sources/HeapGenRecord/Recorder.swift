@@ -250,8 +250,8 @@ public final class Recorder {
         let shown = named.prefix(5).joined(separator: ", ") + (named.count > 5 ? " and \(named.count - 5) more" : "")
         let what = named.count == 1 ? "1 program exec'd by a traced process ran" : "\(named.count) programs exec'd by traced processes ran"
         return "\(what) untraced: \(shown). Untraced because the environment no longer preloaded heapgen (env -i, "
-            + "sudo), the program could not be preloaded (setuid, static), or heapgen's socket was out of reach (a "
-            + "new mount namespace over its directory)"
+            + "sudo), the program could not be preloaded (setuid, static), heapgen's socket was out of reach (a "
+            + "new mount namespace over its directory), or no descriptor was left for it (RLIMIT_NOFILE)"
     }
 
     public static func validRingSlots(_ n: Int) -> Bool {

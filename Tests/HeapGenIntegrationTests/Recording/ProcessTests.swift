@@ -106,8 +106,8 @@ final class ProcessTests: XCTestCase {
             XCTAssertTrue(note.hasPrefix("heapgen: note: 2 programs exec'd by traced processes ran untraced: "
                 + "true (pid \(pid)), true (pid "), "run \(run): \(note)")
             XCTAssertTrue(note.hasSuffix(". Untraced because the environment no longer preloaded heapgen (env -i, sudo), "
-                + "the program could not be preloaded (setuid, static), or heapgen's socket was out of reach (a new "
-                + "mount namespace over its directory)"), note)
+                + "the program could not be preloaded (setuid, static), heapgen's socket was out of reach (a new "
+                + "mount namespace over its directory), or no descriptor was left for it (RLIMIT_NOFILE)"), note)
         }
     }
 
