@@ -195,7 +195,8 @@ public final class Recorder {
                 let lost = options.scanLeaks ? "no verdict on its leaks" : "no reference graph"
                 printDiagnostic("warning: \(subject): no scan at exit, so \(lost): the process ended without "
                     + "asking for one (a vfork child's exit() used up its exit handlers, it made the exit system call "
-                    + "itself, or it called _exit in a signal handler that interrupted a heapgen request)")
+                    + "itself, as Go programs do, or it called _exit in a signal handler that interrupted a heapgen "
+                    + "request)")
             }
         }
         let untracedForks = loop.finished.flatMap(\.untracedForks)

@@ -188,8 +188,8 @@ final class LeakScanTests: XCTestCase {
 
     static func noScanWarning(_ trace: String) -> String {
         "heapgen: warning: \(trace): no scan at exit, so no verdict on its leaks: the process ended without asking "
-            + "for one (a vfork child's exit() used up its exit handlers, it made the exit system call itself, or it "
-            + "called _exit in a signal handler that interrupted a heapgen request)"
+            + "for one (a vfork child's exit() used up its exit handlers, it made the exit system call itself, as Go "
+            + "programs do, or it called _exit in a signal handler that interrupted a heapgen request)"
     }
 
     /// The pid in "process N:" of a warning, "?" when there is none.
