@@ -195,8 +195,10 @@ enum hg_kind {
                                 connection closing after a 1 is the exec, even when the
                                 program exec'd was not traced and is gone before the
                                 collector can look at it. size = 0: this image calls it;
-                                else the pid of a vfork child that shares the segment and
-                                calls it (its own exec; it should say hello as that pid). */
+                                else the pid of a child that runs the program, which should
+                                say hello as that pid: a vfork child that shares the segment
+                                and calls it, or one posix_spawn started (recorded once it
+                                returned). */
 };
 
 /* The kind and size of a decoded record (hg_record.size_kind). */

@@ -12,10 +12,12 @@
  * glibc's own calls between these functions (execvp reaching execve, say)
  * do not come back through the PLT, so each is wrapped; the variadic execl
  * family builds its argument vector on the stack and calls the vector form,
- * as glibc does.
+ * as glibc does. posix_spawn's exec happens inside the C library: the
+ * program it started is recorded with the child's pid once it returns.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,14 +26,15 @@
 /* `program`: the path or file name given (its last component is sent), or
  * NULL after the call. A vfork child (a shell running a command, say)
  * shares our segment, but its exec ends only itself: its records carry its
- * pid, and the collector expects a hello from that pid instead. Not in a
- * sandbox (getpid). */
-static void note_exec(const char *program)
+ * pid (`child`), and the collector expects a hello from that pid instead;
+ * so do the records of a child posix_spawn started. Not in a sandbox
+ * (getpid). */
+static void note_program(const char *program, pid_t child)
 {
     if (!hg_tracking() || hg_guard != 0 || hg_sandboxed())
         return;
     const int saved = errno;
-    const pid_t self = getpid();
+    const pid_t self = child != 0 ? child : getpid();
     if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
         hg_thread_announce();
     uint32_t ref = 0;
@@ -46,12 +49,18 @@ static void note_exec(const char *program)
     errno = saved;
 }
 
+static void note_exec(const char *program)
+{
+    note_program(program, 0);
+}
+
 /* The C library's definitions, found at start-up (hg_exec_init): a vfork
  * child calling execve must not be the first to look (dlsym allocates, and
  * a vfork child's allocations land in its parent's segment). Still looked
  * up on first use by a call that comes before our constructor. */
-enum { F_EXECVE, F_EXECV, F_EXECVP, F_EXECVPE, F_FEXECVE, F_EXECVEAT, F_COUNT };
-static const char *const names[F_COUNT] = { "execve", "execv", "execvp", "execvpe", "fexecve", "execveat" };
+enum { F_EXECVE, F_EXECV, F_EXECVP, F_EXECVPE, F_FEXECVE, F_EXECVEAT, F_SPAWN, F_SPAWNP, F_COUNT };
+static const char *const names[F_COUNT] = { "execve", "execv", "execvp", "execvpe", "fexecve", "execveat",
+                                            "posix_spawn", "posix_spawnp" };
 static void *real[F_COUNT];
 
 static void *next(int which)
@@ -94,6 +103,31 @@ WRAP_EXEC(fexecve, F_FEXECVE, "", (int fd, char *const argv[], char *const envp[
 WRAP_EXEC(execveat, F_EXECVEAT, path,
           (int dirfd, const char *path, char *const argv[], char *const envp[], int flags),
           (dirfd, path, argv, envp, flags))
+
+/* posix_spawn and posix_spawnp exec inside the C library, out of our
+ * sight: once the child is started, its pid and program are recorded as a
+ * vfork child's would be. */
+#define WRAP_SPAWN(name, which)                                                          \
+    HG_EXPORT int name(pid_t *pid, const char *program, const posix_spawn_file_actions_t *actions,   \
+                       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])       \
+    {                                                                                    \
+        int (*f)(pid_t *, const char *, const posix_spawn_file_actions_t *,              \
+                 const posix_spawnattr_t *, char *const[], char *const[]) =              \
+            (int (*)(pid_t *, const char *, const posix_spawn_file_actions_t *,          \
+                     const posix_spawnattr_t *, char *const[], char *const[]))next(which); \
+        if (f == NULL)                                                                   \
+            return ENOSYS;                                                               \
+        pid_t started = 0;                                                               \
+        int r = f(&started, program, actions, attr, argv, envp);                         \
+        if (r == 0 && started > 0 && program != NULL)                                    \
+            note_program(program, started);                                              \
+        if (r == 0 && pid != NULL)                                                       \
+            *pid = started;                                                              \
+        return r;                                                                        \
+    }
+
+WRAP_SPAWN(posix_spawn, F_SPAWN)
+WRAP_SPAWN(posix_spawnp, F_SPAWNP)
 
 /* execl, execlp, execle: count the arguments, copy them into a vector on
  * the stack, call the vector form (through its wrapper above). */
