@@ -198,7 +198,8 @@ enum hg_kind {
                                 else the pid of a child that runs the program, which should
                                 say hello as that pid: a vfork child that shares the segment
                                 and calls it, or one posix_spawn started (recorded once it
-                                returned). */
+                                returned). aux = 1: the environment given to the program no
+                                longer preloads this library or names the socket. */
 };
 
 /* The kind and size of a decoded record (hg_record.size_kind). */

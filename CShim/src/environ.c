@@ -13,6 +13,7 @@
  * HEAPGEN_PRELOAD ("HEAPGEN_PRELOAD=LD_PRELOAD=<user's value>"), or removed
  * when the user had none.
  */
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include "shim.h"
@@ -53,6 +54,28 @@ void hg_env_configure(void)
     }
     if (user_preload != NULL && !entry_is(user_preload, "LD_PRELOAD"))
         user_preload = NULL;
+}
+
+/* Whether `envp` still hands heapgen to the program it is for: our socket's
+ * variable, and an LD_PRELOAD that names this library (the path the loader
+ * loaded it by, which is what the collector put there). */
+int hg_env_carries_us(char *const *envp)
+{
+    static const char *self;
+    if (self == NULL) {
+        Dl_info info;
+        if (dladdr((void *)hg_env_carries_us, &info) == 0 || info.dli_fname == NULL)
+            return 1;       /* cannot tell: say nothing */
+        self = info.dli_fname;
+    }
+    int sock = 0, preload = 0;
+    for (char *const *e = envp; e && *e; e++) {
+        if (entry_is(*e, HG_ENV_SOCK))
+            sock = 1;
+        else if (entry_is(*e, "LD_PRELOAD") && strstr(*e, self) != NULL)
+            preload = 1;
+    }
+    return sock && preload;
 }
 
 int hg_env_follow_fork(void) { return follow_fork; }

@@ -23,13 +23,15 @@
 #include <unistd.h>
 #include "shim.h"
 
+extern char **environ;
+
 /* `program`: the path or file name given (its last component is sent), or
  * NULL after the call. A vfork child (a shell running a command, say)
  * shares our segment, but its exec ends only itself: its records carry its
  * pid (`child`), and the collector expects a hello from that pid instead;
  * so do the records of a child posix_spawn started. Not in a sandbox
  * (getpid). */
-static void note_program(const char *program, pid_t child)
+static void note_program(const char *program, char *const *envp, pid_t child)
 {
     if (!hg_tracking() || hg_guard != 0 || hg_sandboxed())
         return;
@@ -45,13 +47,15 @@ static void note_program(const char *program, pid_t child)
         static const char nul = 0;
         ref = hg_arena_put(HG_BLOB_STRING, base, (uint32_t)len, &nul, 1, (uint32_t)len + 1);
     }
-    hg_emit(HG_K_EXEC, program != NULL, self == g_hg.pid ? 0 : (uint64_t)self, ref, 0);
+    /* aux 1: the program's environment no longer hands it heapgen. */
+    const uint32_t dropped = program != NULL && !hg_env_carries_us(envp);
+    hg_emit(HG_K_EXEC, program != NULL, self == g_hg.pid ? 0 : (uint64_t)self, ref, dropped);
     errno = saved;
 }
 
-static void note_exec(const char *program)
+static void note_exec(const char *program, char *const *envp)
 {
-    note_program(program, 0);
+    note_program(program, envp, 0);
 }
 
 /* The C library's definitions, found at start-up (hg_exec_init): a vfork
@@ -79,9 +83,10 @@ void hg_exec_init(void)
 {
     for (int i = 0; i < F_COUNT; i++)
         (void)next(i);
+    (void)hg_env_carries_us(environ);   /* finds our own path now, not in a vfork child */
 }
 
-#define WRAP_EXEC(name, which, program, params, args)                          \
+#define WRAP_EXEC(name, which, program, env, params, args)                     \
     HG_EXPORT int name params                                                  \
     {                                                                          \
         int (*f) params = (int (*) params)next(which);                         \
@@ -89,18 +94,18 @@ void hg_exec_init(void)
             errno = ENOSYS;                                                    \
             return -1;                                                         \
         }                                                                      \
-        note_exec(program);                                                    \
+        note_exec(program, env);                                               \
         int r = f args;                                                        \
-        note_exec(NULL);                                                       \
+        note_exec(NULL, NULL);                                                 \
         return r;                                                              \
     }
 
-WRAP_EXEC(execve, F_EXECVE, path, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
-WRAP_EXEC(execv, F_EXECV, path, (const char *path, char *const argv[]), (path, argv))
-WRAP_EXEC(execvp, F_EXECVP, file, (const char *file, char *const argv[]), (file, argv))
-WRAP_EXEC(execvpe, F_EXECVPE, file, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp))
-WRAP_EXEC(fexecve, F_FEXECVE, "", (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))
-WRAP_EXEC(execveat, F_EXECVEAT, path,
+WRAP_EXEC(execve, F_EXECVE, path, envp, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
+WRAP_EXEC(execv, F_EXECV, path, environ, (const char *path, char *const argv[]), (path, argv))
+WRAP_EXEC(execvp, F_EXECVP, file, environ, (const char *file, char *const argv[]), (file, argv))
+WRAP_EXEC(execvpe, F_EXECVPE, file, envp, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp))
+WRAP_EXEC(fexecve, F_FEXECVE, "", envp, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))
+WRAP_EXEC(execveat, F_EXECVEAT, path, envp,
           (int dirfd, const char *path, char *const argv[], char *const envp[], int flags),
           (dirfd, path, argv, envp, flags))
 
@@ -120,7 +125,7 @@ WRAP_EXEC(execveat, F_EXECVEAT, path,
         pid_t started = 0;                                                               \
         int r = f(&started, program, actions, attr, argv, envp);                         \
         if (r == 0 && started > 0 && program != NULL)                                    \
-            note_program(program, started);                                              \
+            note_program(program, envp, started);                                        \
         if (r == 0 && pid != NULL)                                                       \
             *pid = started;                                                              \
         return r;                                                                        \

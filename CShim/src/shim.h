@@ -167,6 +167,8 @@ void hg_env_configure(void);
 int  hg_env_follow_fork(void);
 int  hg_env_follow_exec(void);
 void hg_env_scrub(void);
+/* 1 when envp still preloads this library and names the collector's socket. */
+int  hg_env_carries_us(char *const *envp);
 
 /* wait.c: children's exit statuses (HG_K_CHILD_EXIT) */
 void hg_wait_init(void);

@@ -242,17 +242,25 @@ public final class Recorder {
             : "\(n) processes forked by traced processes ran untraced: heapgen could not be reached from them") + why
     }
 
-    /// The closing note for programs exec'd by traced processes that never said hello
-    /// (pid to name), at most five named.
-    static func untracedExecNote(_ untraced: [Int32: String]) -> String {
-        let named = untraced.sorted { $0.key < $1.key }.map { pid, name in
-            name.isEmpty ? "pid \(pid)" : "\(name) (pid \(pid))"
+    /// The closing note for programs exec'd by traced processes that never said hello,
+    /// at most five named: each with its pid, and whether its environment dropped heapgen;
+    /// for the others, what else keeps a program from saying hello.
+    static func untracedExecNote(_ untraced: [Int32: Segment.ExecedProgram]) -> String {
+        let named = untraced.sorted { $0.key < $1.key }.map { pid, program in
+            let dropped = program.environmentDropped ? ": its environment did not preload heapgen" : ""
+            return program.name.isEmpty ? "pid \(pid)\(dropped)" : "\(program.name) (pid \(pid)\(dropped))"
         }
         let shown = named.prefix(5).joined(separator: ", ") + (named.count > 5 ? " and \(named.count - 5) more" : "")
         let what = named.count == 1 ? "1 program exec'd by a traced process ran" : "\(named.count) programs exec'd by traced processes ran"
-        return "\(what) untraced: \(shown). Untraced because the environment no longer preloaded heapgen (env -i, "
-            + "sudo), the program could not be preloaded (setuid, static), heapgen's socket was out of reach (a "
-            + "new mount namespace over its directory), or no descriptor was left for it (RLIMIT_NOFILE)"
+        var note = "\(what) untraced: \(shown)"
+        let others = untraced.values.filter { !$0.environmentDropped }.count
+        if others > 0 {
+            note += ". " + (others == untraced.count ? (others == 1 ? "It" : "They") : "The others")
+                + " had heapgen in the environment but could not load or reach it: a setuid or static program, "
+                + "heapgen's socket hidden (a new mount namespace over its directory), or no descriptor left "
+                + "(RLIMIT_NOFILE)"
+        }
+        return note
     }
 
     public static func validRingSlots(_ n: Int) -> Bool {

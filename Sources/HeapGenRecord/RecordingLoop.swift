@@ -332,10 +332,10 @@ final class RecordingLoop {
         pids.removeAll()
     }
 
-    /// Traced images that exec'd a program which never said hello, by pid: the name of
-    /// that program when the exec was seen ("" if it was gone already). Its process ran
-    /// untraced from the exec on; a hello from the pid later takes it off.
-    private(set) var untracedExecs: [Int32: String] = [:]
+    /// Traced images that exec'd a program which never said hello, by pid: that program
+    /// (its name when the exec was seen, else the one the exec record gave). Its process
+    /// ran untraced from the exec on; a hello from the pid later takes it off.
+    private(set) var untracedExecs: [Int32: Segment.ExecedProgram] = [:]
     /// Every pid that said hello in this recording (a vfork child's exec record may be
     /// read after the program it exec'd said hello, or even ended).
     private var helloPids = Set<Int32>()
@@ -464,7 +464,8 @@ final class RecordingLoop {
         finish(seg, entry: entry, status: .execed, final: true)
         guard options.followExec else { return }
         let name = Self.commandName(entry.pid)
-        untracedExecs[entry.pid] = name.isEmpty ? (seg.execing ?? "") : name
+        untracedExecs[entry.pid] = Segment.ExecedProgram(name: name.isEmpty ? (seg.execing?.name ?? "") : name,
+                                                         environmentDropped: seg.execing?.environmentDropped ?? false)
     }
 
     /// /proc/PID/comm without its newline; "" when unreadable.

@@ -96,9 +96,9 @@ final class Segment {
     var inheritedBlocks: UInt64 = 0
     /// The errno of each fork whose child the shim could not connect for (it ran untraced).
     var untracedForks: [Int32] = []
-    /// The program this image was exec'ing at its last `HG_K_EXEC` record (name, maybe
-    /// empty), nil when none is under way (none yet, or the last one failed).
-    var execing: String?
+    /// The program this image was exec'ing at its last `HG_K_EXEC` record, nil when none
+    /// is under way (none yet, or the last one failed).
+    var execing: ExecedProgram?
 
     /// ``liveHeap``, made now if it is still to be made: by replaying the heap events this
     /// segment's trace holds so far (the pending chunk is written first), which are every
@@ -158,6 +158,14 @@ final class Segment {
     func arenaFrames(_ plain: UInt32, scratch: UnsafeMutablePointer<UInt64>, scratchCount: Int) -> [UInt64] {
         let n = hg_read_stack(raw, plain, scratch, UInt32(scratchCount))
         return Array(UnsafeBufferPointer(start: scratch, count: Int(n)))
+    }
+
+    /// A program an image (or a child it started) exec'd, as its `HG_K_EXEC` record says.
+    struct ExecedProgram {
+        /// The last component of the path it was exec'd by (may be empty).
+        var name: String
+        /// The environment it was given no longer preloads heapgen.
+        var environmentDropped: Bool
     }
 
     /// Whether a block this image allocated itself (not one inherited at its fork) may be

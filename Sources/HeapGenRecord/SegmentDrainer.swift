@@ -32,7 +32,7 @@ final class SegmentDrainer {
     /// Told of HG_K_EXEC records of a vfork child sharing the segment: (the segment, the
     /// child's pid as the segment's process knows it, the program's name or nil when the
     /// exec failed).
-    var vforkChildExec: ((Segment, Int32, String?) -> Void)?
+    var vforkChildExec: ((Segment, Int32, Segment.ExecedProgram?) -> Void)?
     /// Told of every module a program maps (HG_K_MODULE_LOAD), after its trace has it.
     var moduleMapped: ((ModuleRecord) -> Void)?
 
@@ -312,7 +312,8 @@ final class SegmentDrainer {
         case UInt32(HG_K_CHILD_EXIT.rawValue):
             childExited?(seg, Int32(truncatingIfNeeded: s.addr), Int32(truncatingIfNeeded: s.size_kind & sizeMask))
         case UInt32(HG_K_EXEC.rawValue):
-            let name = s.addr == 1 ? (string(seg, ref: s.ref) ?? "") : nil
+            let name = s.addr == 1
+                ? Segment.ExecedProgram(name: string(seg, ref: s.ref) ?? "", environmentDropped: s.aux == 1) : nil
             let child = s.size_kind & sizeMask
             if child == 0 {
                 seg.execing = name
