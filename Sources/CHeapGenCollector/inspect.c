@@ -7,7 +7,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 /* The kernel follows at most 4 levels of #! (BINPRM nesting) and reads the
@@ -30,6 +32,22 @@ static int pread_all(int fd, void *buf, size_t len, off_t off) {
     return 0;
 }
 
+/* Whether running `path` (stat `st`) changes who the program runs as, which
+ * is when the loader ignores LD_PRELOAD (AT_SECURE): a set-user-ID file
+ * owned by someone other than us, a set-group-ID one (group-executable) of
+ * another group. Not so for root running a setuid-root program (su, ping,
+ * mount), nor on a nosuid mount, nor under no_new_privs, where the bits are
+ * ignored. */
+static int changes_identity(const char *path, const struct stat *st) {
+    const int uid = (st->st_mode & S_ISUID) && st->st_uid != getuid();
+    const int gid = (st->st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) && st->st_gid != getgid();
+    if (!uid && !gid) return 0;
+    struct statvfs fs;
+    if (statvfs(path, &fs) == 0 && (fs.f_flag & ST_NOSUID)) return 0;
+    if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1) return 0;
+    return 1;
+}
+
 static int inspect(const char *path, int depth, char *culprit, size_t culprit_len) {
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -44,7 +62,7 @@ static int inspect(const char *path, int depth, char *culprit, size_t culprit_le
         set_culprit(culprit, culprit_len, path);
         return HG_INSPECT_NOT_EXEC;
     }
-    if (st.st_mode & (S_ISUID | S_ISGID)) {
+    if (changes_identity(path, &st)) {
         set_culprit(culprit, culprit_len, path);
         return HG_INSPECT_SETID;
     }

@@ -70,7 +70,8 @@ struct ProgramLauncher {
             throw RecordError("cannot trace \(what): it is statically linked, so the preload library cannot be loaded into it",
                               exitCode: ExitCodes.cannotTrace)
         case Int(HG_INSPECT_SETID.rawValue):
-            throw RecordError("cannot trace \(what): it is setuid or setgid, and the loader ignores LD_PRELOAD for such programs",
+            throw RecordError("cannot trace \(what): it is setuid or setgid to another user or group, and the loader "
+                              + "ignores LD_PRELOAD for such programs",
                               exitCode: ExitCodes.cannotTrace)
         case Int(HG_INSPECT_NOT_ELF.rawValue):
             throw RecordError("cannot run \(what): neither an ELF executable nor a #! script", exitCode: ExitCodes.cannotTrace)

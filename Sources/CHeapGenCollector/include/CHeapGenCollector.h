@@ -456,7 +456,8 @@ enum hg_inspect_result {
     HG_INSPECT_NOT_REGULAR   = 2, /* directory, device, ...                          */
     HG_INSPECT_NOT_EXEC      = 3, /* no execute permission for us                   */
     HG_INSPECT_STATIC        = 4, /* ELF without PT_INTERP                           */
-    HG_INSPECT_SETID         = 5, /* setuid or setgid: the loader ignores LD_PRELOAD */
+    HG_INSPECT_SETID         = 5, /* setuid or setgid to another user or group: the loader
+                                     ignores LD_PRELOAD */
     HG_INSPECT_NOT_ELF       = 6, /* neither ELF nor #! script (the kernel refuses)   */
     HG_INSPECT_BAD_ELF       = 7, /* truncated or foreign-class ELF                  */
     HG_INSPECT_UNREADABLE    = 8, /* cannot open/read (e.g. execute-only)            */

@@ -61,22 +61,49 @@ final class FaultTests: XCTestCase {
         assertOneLine(rec.result, mentioning: "static")
     }
 
+    /// A setuid or setgid program that would run as another user or group: the loader
+    /// ignores LD_PRELOAD there, so heapgen refuses it at once. As root, copies given to
+    /// nobody and to nogroup; as anyone else, the system's setuid-root `passwd` and
+    /// setgid-shadow `chage` (never run: heapgen refuses them before).
     func testSetuidProgramIsRefused() throws {
-        let exe = try Fixture.build("hello.c")
-        let dir = try TestPaths.freshDirectory("setuid")
-        let copy = dir + "/hello-setuid"
-        try FileManager.default.copyItem(atPath: exe, toPath: copy)
-        XCTAssertEqual(chmod(copy, 0o4755), 0)
-        let rec = try HeapGenCLI.recording(copy, [], timeout: 60)
-        XCTAssertStatus(rec.result, 126)
-        assertOneLine(rec.result, mentioning: "setuid")
+        var programs: [String] = []
+        if getuid() == 0 {
+            let exe = try Fixture.build("hello.c")
+            let dir = try TestPaths.freshDirectory("setuid")
+            for (name, mode, owner, group) in [("hello-setuid", 0o4755, uid_t(65534), gid_t.max),
+                                               ("hello-setgid", 0o2755, uid_t.max, gid_t(65534))] {
+                let copy = dir + "/" + name
+                try FileManager.default.copyItem(atPath: exe, toPath: copy)
+                XCTAssertEqual(chown(copy, owner, group), 0)
+                XCTAssertEqual(chmod(copy, mode_t(mode)), 0)
+                programs.append(copy)
+            }
+        } else {
+            programs = ["/usr/bin/passwd", "/usr/bin/chage"].filter { FileManager.default.fileExists(atPath: $0) }
+            if programs.isEmpty { throw XCTSkip("no setuid or setgid program of another user here to refuse") }
+        }
+        for program in programs {
+            let rec = try HeapGenCLI.recording(program, [], timeout: 60)
+            XCTAssertStatus(rec.result, 126, program)
+            assertOneLine(rec.result, mentioning: "setuid or setgid to another user or group")
+        }
+    }
 
-        let setgid = dir + "/hello-setgid"
-        try FileManager.default.copyItem(atPath: exe, toPath: setgid)
-        XCTAssertEqual(chmod(setgid, 0o2755), 0)
-        let rec2 = try HeapGenCLI.recording(setgid, [], timeout: 60)
-        XCTAssertStatus(rec2.result, 126)
-        assertOneLine(rec2.result)
+    /// A setuid program of our own changes nobody's identity (root running su, ping or
+    /// mount): the loader preloads it as any other, and heapgen traces it. It refused
+    /// these, saying the loader would not.
+    func testASetuidProgramOfOurOwnIsTraced() throws {
+        let exe = try Fixture.build("child.c")
+        let dir = try TestPaths.freshDirectory("setuid-own")
+        let copy = dir + "/hello-own"
+        try FileManager.default.copyItem(atPath: exe, toPath: copy)
+        XCTAssertEqual(chmod(copy, 0o6755), 0)
+        let native = try runProcess(copy, [], timeout: 60)
+        let rec = try HeapGenCLI.recording(copy, [], flags: ["--quiet"], timeout: 60)
+        XCTAssertStatus(rec.result, native.status)
+        XCTAssertEqual(rec.result.stdout, native.stdout)
+        XCTAssertEqual(rec.result.stderrText, native.stderrText, "nothing but the program's own")
+        XCTAssertEqual(try HeapGenCLI.summary(rec.trace).calls("calloc"), 6)
     }
 
     func testMissingProgram() throws {
