@@ -184,16 +184,16 @@ public final class Recorder {
             if trace.end.stacksLost > 0 {
                 printDiagnostic("warning: \(trace.path): " + StackCompleteness.lostWarning(trace.end.stacksLost))
             }
+            // The notes below name the trace, or the process when the trace is not kept.
+            let process = options.temporaryTraces ? "process \(trace.pid)" : trace.path
             if trace.sandboxed {
-                let subject = options.temporaryTraces ? "process \(trace.pid)" : trace.path
-                printDiagnostic("note: \(subject): the program locked itself into a seccomp sandbox, where heapgen "
+                printDiagnostic("note: \(process): the program locked itself into a seccomp sandbox, where heapgen "
                     + "made no system calls of its own: processes it forked there ran untraced, and stacks that "
                     + "could not be walked without one were cut short")
             }
             if trace.missedExitScan {
-                let subject = options.temporaryTraces ? "process \(trace.pid)" : trace.path
                 let lost = options.scanLeaks ? "no verdict on its leaks" : "no reference graph"
-                printDiagnostic("warning: \(subject): no scan at exit, so \(lost): the process ended without "
+                printDiagnostic("warning: \(process): no scan at exit, so \(lost): the process ended without "
                     + "asking for one (a vfork child's exit() used up its exit handlers, it made the exit system call "
                     + "itself, as Go programs do, or it called _exit in a signal handler that interrupted a heapgen "
                     + "request)")

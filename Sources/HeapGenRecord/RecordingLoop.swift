@@ -153,7 +153,7 @@ final class RecordingLoop {
             guard let pid = self.collectorPid(pid, reportedBy: parent) else { return }
             self.reportedStatus[pid] = ExitStatus.fromWaitStatus(raw)
         }
-        drainer.vforkChildExec = { [unowned self] parent, pid, name in
+        drainer.childExec = { [unowned self] parent, pid, name in
             guard parent.namespaceDepth == 0, options.followExec, !self.helloPids.contains(pid) else { return }
             self.untracedExecs[pid] = name
         }
@@ -336,8 +336,8 @@ final class RecordingLoop {
     /// (its name when the exec was seen, else the one the exec record gave). Its process
     /// ran untraced from the exec on; a hello from the pid later takes it off.
     private(set) var untracedExecs: [Int32: Segment.ExecedProgram] = [:]
-    /// Every pid that said hello in this recording (a vfork child's exec record may be
-    /// read after the program it exec'd said hello, or even ended).
+    /// Every pid that said hello in this recording (a record of a child's exec may be read
+    /// after the program it exec'd said hello, or even ended).
     private var helloPids = Set<Int32>()
 
     /// At most this many warnings about bad hellos are printed.

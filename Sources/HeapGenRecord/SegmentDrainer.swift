@@ -29,10 +29,10 @@ final class SegmentDrainer {
     /// Told of HG_K_CHILD_EXIT records: (the reporting parent, child pid as the parent
     /// knows it, raw wait status).
     var childExited: ((Segment, Int32, Int32) -> Void)?
-    /// Told of HG_K_EXEC records of a vfork child sharing the segment: (the segment, the
-    /// child's pid as the segment's process knows it, the program's name or nil when the
-    /// exec failed).
-    var vforkChildExec: ((Segment, Int32, Segment.ExecedProgram?) -> Void)?
+    /// Told of HG_K_EXEC records about a child of the segment's process (a vfork child that
+    /// shares the segment, or one posix_spawn started): (the segment, the child's pid as
+    /// the segment's process knows it, the program, or nil when the exec failed).
+    var childExec: ((Segment, Int32, Segment.ExecedProgram?) -> Void)?
     /// Told of every module a program maps (HG_K_MODULE_LOAD), after its trace has it.
     var moduleMapped: ((ModuleRecord) -> Void)?
 
@@ -318,7 +318,7 @@ final class SegmentDrainer {
             if child == 0 {
                 seg.execing = name
             } else {
-                vforkChildExec?(seg, Int32(truncatingIfNeeded: child), name)
+                childExec?(seg, Int32(truncatingIfNeeded: child), name)
             }
         default:
             // HG_K_STACK_TRUNC (reserved) and unknown kinds: skipped.
