@@ -112,14 +112,14 @@ WRAP_EXEC(execveat, F_EXECVEAT, path, envp,
 /* posix_spawn and posix_spawnp exec inside the C library, out of our
  * sight: once the child is started, its pid and program are recorded as a
  * vfork child's would be. */
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+                        char *const[], char *const[]);
+
 #define WRAP_SPAWN(name, which)                                                          \
     HG_EXPORT int name(pid_t *pid, const char *program, const posix_spawn_file_actions_t *actions,   \
                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[])       \
     {                                                                                    \
-        int (*f)(pid_t *, const char *, const posix_spawn_file_actions_t *,              \
-                 const posix_spawnattr_t *, char *const[], char *const[]) =              \
-            (int (*)(pid_t *, const char *, const posix_spawn_file_actions_t *,          \
-                     const posix_spawnattr_t *, char *const[], char *const[]))next(which); \
+        spawn_fn f = (spawn_fn)next(which);                                              \
         if (f == NULL)                                                                   \
             return ENOSYS;                                                               \
         pid_t started = 0;                                                               \
