@@ -83,19 +83,29 @@ public struct RetentionAnalysis: Sendable {
 
     /// Analyses `graph` for `findingNodes` (per finding, its nodes oldest first; a node belongs
     /// to at most one finding). `age` ranks nodes across findings (smaller is older); by default
-    /// the node index.
-    public init(graph: ReferenceGraph, findingNodes: [[Int]], age: [UInt64]? = nil) {
+    /// the node index. A finding in `leaked` (the exit scan found some of its blocks
+    /// unreachable) keeps only its unreachable nodes when it has any: its sites may also hold
+    /// blocks something still references (two allocations in one function, grouped for want
+    /// of line numbers), and a path to one of those, or their bytes, would contradict the
+    /// verdict.
+    public init(graph: ReferenceGraph, findingNodes: [[Int]], age: [UInt64]? = nil, leaked: Set<Int> = []) {
         let paths = RetentionPaths(graph: graph)
         let components = StronglyConnectedComponents(graph: graph)
         let dominators = DominatorTree(graph: graph, components: components)
-        self.init(graph: graph, findingNodes: findingNodes, age: age, paths: paths, components: components, dominators: dominators)
+        self.init(graph: graph, findingNodes: findingNodes, age: age, leaked: leaked, paths: paths,
+                  components: components, dominators: dominators)
     }
 
     /// As above, with the graph's analyses already computed.
     public init(
-        graph: ReferenceGraph, findingNodes: [[Int]], age: [UInt64]? = nil,
+        graph: ReferenceGraph, findingNodes: [[Int]], age: [UInt64]? = nil, leaked: Set<Int> = [],
         paths: RetentionPaths, components: StronglyConnectedComponents, dominators: DominatorTree
     ) {
+        let findingNodes = leaked.isEmpty ? findingNodes : findingNodes.enumerated().map { i, nodes in
+            guard leaked.contains(i) else { return nodes }
+            let lost = nodes.filter { !paths.isReachable($0) }
+            return lost.isEmpty ? nodes : lost
+        }
         let n = graph.nodeCount
         let f = findingNodes.count
         let none = UInt32.max

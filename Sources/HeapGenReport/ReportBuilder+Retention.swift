@@ -60,7 +60,8 @@ extension ReportBuilder {
             }
         }
         for k in nodes.indices { nodes[k].sort { ages[$0] < ages[$1] } }
-        let analysisOfGraph = RetentionAnalysis(graph: graph, findingNodes: nodes, age: ages)
+        let leaked = Set(judged.indices.filter { findings[judged[$0]].kind == .leaked })
+        let analysisOfGraph = RetentionAnalysis(graph: graph, findingNodes: nodes, age: ages, leaked: leaked)
 
         // Names of blocks.
         func blockStep(_ v: Int, edgeOffset: Int?) -> Report.RetentionStep {

@@ -68,6 +68,30 @@ final class RetentionAnalysisTests: XCTestCase {
         XCTAssertEqual(aged.findings[1].heldBy, 0)
     }
 
+    /// A leaked finding whose sites also hold a reachable block (two allocations in one
+    /// function of a program without line numbers: one lost, one kept by a global) is
+    /// the lost one alone, so its "held by" and retained bytes agree with the verdict; an
+    /// abandoned finding with the same blocks is represented by the reachable one.
+    func testLeakedFindingIsRepresentedByItsUnreachableBlock() {
+        // Root 0 → kept (1); lost (2) → its string (3).
+        let g = makeGraph(4, [(0, 1), (2, 3)], roots: [0], sizes: [8, 80, 344, 17])
+        let leaked = RetentionAnalysis(graph: g, findingNodes: [[1, 2]], leaked: [0])
+        XCTAssertEqual(leaked.findings[0].representative, 2)
+        XCTAssertNil(leaked.findings[0].path)
+        XCTAssertTrue(leaked.findings[0].isLeaked)
+        XCTAssertEqual(leaked.findings[0].retainedBytes, 344 + 17, "the lost array and its string, not the kept block")
+
+        let abandoned = RetentionAnalysis(graph: g, findingNodes: [[1, 2]])
+        XCTAssertEqual(abandoned.findings[0].representative, 1)
+        XCTAssertEqual(nodes(abandoned.findings[0].path), [0, 1])
+        XCTAssertFalse(abandoned.findings[0].isLeaked)
+        XCTAssertEqual(abandoned.findings[0].retainedBytes, 80 + 344 + 17)
+
+        // A leaked finding with no unreachable block left in the graph keeps the reachable one.
+        let none = RetentionAnalysis(graph: g, findingNodes: [[1]], leaked: [0])
+        XCTAssertEqual(none.findings[0].representative, 1)
+    }
+
     /// A node reachable from two findings along disjoint paths is held by neither.
     func testNodeReachableFromTwoFindingsIsTopLevel() {
         // Roots → a, b; a → x, b → x; x → y.

@@ -145,6 +145,30 @@ final class SwiftRetentionReportTests: XCTestCase {
         XCTAssertEqual(own.last?["typeName"] as? String, "Fixture.SettingsViewModel", "\(own)")
     }
 
+    /// movedenv.c (PostgreSQL's start-up, without line numbers): one function allocates the
+    /// moved environment, lost once setenv() replaces it, and an argv copy a global keeps.
+    /// The leaked finding groups both sites; what it says of retention is about the lost
+    /// block only: no path from the global, and only the lost block's bytes.
+    func testLeakedFindingSharingAFunctionWithAKeptBlockIsHeldByNothing() throws {
+        let fixture = try ReportFixture.c("movedenv.c", flags: ["-g0"])
+        let run = try HeapGenCLI.runJSON(fixture, flags: ["--leaks"])
+        let out = String(decoding: run.result.stdout, as: UTF8.self)
+        guard let moved = Int(out.split(separator: " ").dropFirst().first ?? ""), out.hasSuffix(" and argv, set 1\n") else {
+            return XCTFail("movedenv's own output: \(out)")
+        }
+        let leaked = run.report.findings(kind: "leaked")
+        guard let f = leaked.first(where: { $0.userFrame?.function == "move_environment" }) else {
+            return XCTFail("the moved environment is leaked:\n\(run.report)")
+        }
+        XCTAssertEqual(jsonInt(f.json["leakedBlocks"]), 1, "\(f.json)")
+        XCTAssertEqual(jsonInt(f.json["leakedBytes"]), (moved + 1) * 8, "the moved array alone: \(f.json)")
+        XCTAssertNil(f.json["retention"], "a path to the kept argv copy would contradict 'leaked': \(f.json)")
+        XCTAssertEqual(jsonInt(f.json["retainedBytes"]), jsonInt(f.json["leakedBytes"]), "\(f.json)")
+        let text = String(decoding: try HeapGenCLI.run(["report", run.trace]).stdout, as: UTF8.self)
+        XCTAssertTrue(text.contains("held by: nothing (unreachable from every root)"), text)
+        XCTAssertFalse(text.contains("held by: g_argv"), text)
+    }
+
     /// Retention/main.swift `pair`: Parent and Child point at each other and are dropped.
     func testDroppedPairIsLeakedWithItsCycleNamed() throws {
         let fixture = try ReportFixture.swift("Retention")
