@@ -14,7 +14,7 @@
  *   collector's pid (HEAPGEN_COLLECTOR). No descriptor is inherited. Every
  *   traced process image (the program itself, each forked child, each
  *   exec'd program) connects a socket of its own (close-on-exec, moved to a
- *   number >= 500), checks with SO_PEERCRED that the peer is the collector's
+ *   number >= 500 while it is held), checks with SO_PEERCRED that the peer is the collector's
  *   pid (0 when the shim runs in a PID namespace the collector is not in)
  *   and our user (or root), makes its own anonymous segment with
  *   memfd_create (mode 0600; its name "heapgen" is only a label in
@@ -29,21 +29,22 @@
  *   the image and its parent, and maps the child pids that image's wait
  *   reports back through that namespace), maps the
  *   segment and answers by storing HG_STATE_ACCEPTED or HG_STATE_DECLINED
- *   into header.state. It keeps each traced image's connection open until
- *   the image ends: the shim sees the collector die by HUP on it (a zombie
- *   collector still answers kill(pid, 0)). A connection that closes
- *   without a hello is a liveness probe, or a child that went untraced,
- *   and is dropped. A traced image's connection closing while its process
- *   lives on means it exec'd (the connection is close-on-exec) if the
- *   process no longer maps the segment's memfd (or, already exiting, has
- *   another command name); otherwise the program closed the descriptor and
- *   the image stays traced. The directory is removed when the recording
+ *   into header.state. Then both ends close the connection: a traced
+ *   program's descriptor table is its own (the shim keeps neither socket
+ *   nor memfd). The shim asks whether the collector is alive by connecting
+ *   again (refused: gone); such a probe, closed without a hello, is dropped,
+ *   as is a child's connection that went untraced. The collector tells that
+ *   an image exec'd by a new hello from its pid (a traced program), or by
+ *   its segment's memfd no longer mapped in the process: looked for soon
+ *   after the image's HG_K_EXEC record, and now and then while its ring is
+ *   idle (an exec by raw system call); at the process's end, by that record
+ *   or a changed command name. `heapgen mark PID` asks the collector by the
+ *   same rendezvous (hg_mark_request). The directory is removed when the recording
  *   ends.
- *   Every descriptor the shim keeps (its connection, its memfd) is checked
- *   against the (st_dev, st_ino) it had when made before any use, close()
- *   and poll() included: the program may have closed the number and got
- *   it back for a file or socket of its own. If the check fails for the
- *   connection, liveness is asked of the rendezvous path instead. From then
+ *   Every descriptor the shim holds is checked against the (st_dev, st_ino)
+ *   it had when made before any use, close() and poll() included: the
+ *   program may have closed the number and got it back for a file or
+ *   socket of its own. From then
  *   on the shim writes fixed 32-byte hg_slot records
  *   into a bounded multi-producer ring (Vyukov's per-slot sequence scheme);
  *   the ring position of a record *is* its global sequence number, so
@@ -473,6 +474,20 @@ typedef struct hg_header {
                                                   runs instead of the shim's ("" = the
                                                   executable)                              */
 } hg_header;
+
+/* hg_mark_request: what `heapgen mark PID` sends on a connection of its own
+ * to the rendezvous (no descriptor), instead of a hello: mark the traced
+ * image of `pid` now. The collector answers one int32: 0 marked (or queued
+ * behind a full ring, in order), -ESRCH it traces no image of that pid,
+ * -EPERM the asker is neither root nor the process's user. */
+#define HG_MARK_MAGIC 0x4b52414d4e454748ull /* "HGENMARK" little-endian */
+#define HG_MARK_LABEL 256
+typedef struct hg_mark_request {
+    uint64_t magic;         /* HG_MARK_MAGIC */
+    uint32_t version;       /* HG_PROTOCOL_VERSION */
+    int32_t  pid;           /* the process to mark, as the collector numbers it */
+    char     label[HG_MARK_LABEL];  /* NUL-terminated */
+} hg_mark_request;
 
 /* hg_hello: the one message a shim sends, with the memfd as SCM_RIGHTS. */
 typedef struct hg_hello {

@@ -39,8 +39,7 @@ typedef struct hg_shim {
     uint32_t   max_frames;
     uint64_t   arena_size;
     uint64_t   arena_half;     /* bytes of each half (see "Arena epochs")  */
-    hg_owned_fd conn;          /* our connection to the collector          */
-    hg_owned_fd seg;           /* our memfd, kept for `heapgen mark PID`   */
+    hg_owned_fd conn;          /* our connection, held until the verdict   */
     pid_t      pid;            /* the process this segment belongs to      */
     uint32_t   epoch;          /* bumped per segment and per dlclose: caches
                                   keyed on (value, epoch) forget old entries */
@@ -155,6 +154,7 @@ static inline void hg_cancel_restore(int old)
 /* transport.c */
 int   hg_transport_configure(void);
 pid_t hg_transport_collector_pid(void);
+const char *hg_transport_segment_name(void);
 int   hg_connect(hg_owned_fd *out);
 int   hg_send_hello(const hg_owned_fd *conn, int memfd, const hg_hello *hello);
 int   hg_collector_alive(void);

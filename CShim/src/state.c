@@ -27,7 +27,7 @@
 #include "nextalloc.h"
 #include "unwind.h"
 
-hg_shim g_hg = { .conn = { .fd = -1 }, .seg = { .fd = -1 } };
+hg_shim g_hg = { .conn = { .fd = -1 } };
 volatile int g_hg_phase;
 HG_TLS int hg_guard;
 HG_TLS uintptr_t hg_guard_frame;
@@ -131,8 +131,10 @@ static int await_verdict(hg_header *h)
             return 1;
         if (st == HG_STATE_DECLINED)
             return 0;
+        /* The collector closes its end right after answering: look at the
+         * answer once more before taking the close for its death. */
         if (i % 100 == 99 && !hg_collector_alive())
-            return 0;
+            return __atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == HG_STATE_ACCEPTED;
         struct timespec ts = { 0, 100 * 1000 };
         nanosleep(&ts, NULL);
     }
@@ -159,7 +161,7 @@ static int make_segment(uint32_t origin, hg_owned_fd *conn)
     conn->fd = -1;
     /* MFD_CLOEXEC | MFD_ALLOW_SEALING: the collector seals the size so we
      * cannot pull pages out from under its mapping. */
-    int fd = (int)syscall(SYS_memfd_create, "heapgen", 1u | 2u);
+    int fd = (int)syscall(SYS_memfd_create, hg_transport_segment_name(), 1u | 2u);
     if (fd < 0)
         goto fail;
     if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0) {
@@ -197,11 +199,13 @@ static int make_segment(uint32_t origin, hg_owned_fd *conn)
         munmap(base, size);
         goto fail;
     }
-    /* Keep one descriptor, out of the program's way (>= 500, close-on-exec),
-     * so `heapgen mark PID` can find the segment through /proc/PID/fd; only
-     * the same user (ptrace access) can open it. */
-    if (!hg_fd_adopt(&g_hg.seg, fd))
-        g_hg.seg.fd = -1;
+    /* Keep no descriptor: the program's table stays exactly its own (a
+     * program that lists /proc/self/fd, as test suites do, sees what it sees
+     * natively). The mapping outlives the memfd; the collector tells an exec
+     * by our HG_K_EXEC record and our mappings, and our waits ask the
+     * rendezvous whether it is alive (hg_collector_alive). */
+    close(fd);
+    hg_fd_release(&g_hg.conn);
     g_hg.hdr = h;
     g_hg.ring = (hg_slot *)((uint8_t *)base + ring_off);
     g_hg.arena = (uint8_t *)base + arena_off;
@@ -288,8 +292,7 @@ static void become_child(hg_owned_fd *conn)
     g_hg_phase = 1;
     hg_unwind_set_fallback_sink(NULL);
     munmap(old, old->segment_size);
-    /* The parent's descriptors (the child's copies): only if still ours. */
-    hg_fd_release(&g_hg.seg);
+    /* The parent's connection (the child's copy), had it one: only if still ours. */
     hg_fd_release(&g_hg.conn);
     g_hg.hdr = NULL;
     g_hg.pid = getpid();

@@ -2,11 +2,14 @@
  * transport.c — the shim's side of the rendezvous with the collector (see
  * "Transport" in heapgen_protocol.h), and the descriptors the shim keeps.
  *
- * No descriptor number is trusted: the program may close any of them and
- * get the number back for a file or socket of its own. So every descriptor
- * the shim keeps is recorded with its (st_dev, st_ino) when it is created
- * and checked again before each use, close() included. One that no longer
- * matches is forgotten, never touched.
+ * The shim holds a descriptor only while it talks to the collector (a
+ * hello and its verdict, a fork's connection for the child, a liveness
+ * probe): a traced program's descriptor table is its own the rest of the
+ * time. No descriptor number is trusted even then: the program (another
+ * thread, a handler) may close any of them and get the number back for a
+ * file or socket of its own. So each is recorded with its (st_dev, st_ino)
+ * when it is created and checked again before each use, close() included.
+ * One that no longer matches is forgotten, never touched.
  *
  * The collector is reached by path (a listening AF_UNIX socket in a private
  * directory), so a process whose inherited descriptors were all closed
@@ -17,6 +20,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -71,6 +75,16 @@ int hg_fd_adopt(hg_owned_fd *o, int fd)
     return 1;
 }
 
+/* "heapgen:<collector pid>:<socket path>": the segment's name, which shows
+ * in /proc/PID/maps as "/memfd:heapgen:…". `heapgen mark PID` reads it there
+ * to find the collector (the environment may be gone: PostgreSQL writes its
+ * process titles over it). It tells no one more than the environment did:
+ * maps and environ are readable by the same users. Plain "heapgen" when the
+ * path is too long for a memfd's name (249 bytes). */
+static char segment_name[250] = "heapgen";
+
+const char *hg_transport_segment_name(void) { return segment_name; }
+
 int hg_transport_configure(void)
 {
     const char *path = getenv(HG_ENV_SOCK);
@@ -89,6 +103,10 @@ int hg_transport_configure(void)
     memcpy(collector_addr.sun_path, path, len);
     collector_addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + 1);
     collector_pid = (pid_t)p;
+    /* Made here, at start-up, so that a forked child only reads it. */
+    int n = snprintf(segment_name, sizeof segment_name, "heapgen:%d:%s", (int)collector_pid, path);
+    if (n < 0 || (size_t)n >= sizeof segment_name)
+        snprintf(segment_name, sizeof segment_name, "heapgen");
     return 1;
 }
 
@@ -182,17 +200,17 @@ int hg_collector_alive(void)
      * progress, a request by its own time limit. */
     if (hg_sandboxed())
         return 1;
-    /* The collector keeps its end of our connection open while it traces
-     * us; the kernel closes it when the collector exits, even while it is
-     * an unreaped zombie (which kill(pid, 0) still finds). */
+    /* Before its verdict the collector holds the other end of our
+     * connection; the kernel closes it when the collector exits, even while
+     * it is an unreaped zombie (which kill(pid, 0) still finds). */
     if (hg_fd_owned(&g_hg.conn)) {
         struct pollfd p = { g_hg.conn.fd, POLLRDHUP, 0 };
         if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
             return 0;
         return 1;
     }
-    /* The program closed our connection: ask the rendezvous instead. An
-     * exited collector's listening socket is gone (refused). */
+    /* After the verdict we hold no descriptor: ask the rendezvous. An
+     * exited collector's listening socket is closed (refused) or gone. */
     g_hg.conn.fd = -1;
     hg_owned_fd probe;
     int r = connect_verified(&probe);

@@ -211,8 +211,17 @@ static int in_namespace_as(pid_t sender, pid_t claimed) {
 
 int hg_recv_hello(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *sender_pid,
                   char *errbuf, size_t errlen) {
+    hg_mark_request mark;
+    uint32_t uid;
+    int status = hg_recv_message(sock, timeout_ms, hello, fd, sender_pid, &mark, &uid, errbuf, errlen);
+    return status == HG_RECV_MARK ? reject(errbuf, errlen, "a mark request where a hello was due%.0ld", 0) : status;
+}
+
+int hg_recv_message(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *sender_pid,
+                    hg_mark_request *mark, uint32_t *sender_uid, char *errbuf, size_t errlen) {
     *fd = -1;
     *sender_pid = 0;
+    *sender_uid = UINT32_MAX;
     struct pollfd pfd = {.fd = sock, .events = POLLIN};
     int pr = poll(&pfd, 1, timeout_ms);
     if (pr == 0 || (pr < 0 && errno == EINTR)) return HG_RECV_AGAIN;
@@ -221,9 +230,9 @@ int hg_recv_hello(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *s
         return HG_RECV_ERROR;
     }
 
-    /* One byte more than a hello, to notice longer messages; room for many
-     * fds so that every fd of a bogus message is received and closed. */
-    unsigned char data[sizeof(hg_hello) + 1];
+    /* One byte more than the longer message, to notice longer ones; room for
+     * many fds so that every fd of a bogus message is received and closed. */
+    unsigned char data[(sizeof(hg_hello) > sizeof(hg_mark_request) ? sizeof(hg_hello) : sizeof(hg_mark_request)) + 1];
     union {
         struct cmsghdr align;
         unsigned char buf[CMSG_SPACE(sizeof(int) * 64) + CMSG_SPACE(sizeof(struct ucred))];
@@ -253,12 +262,30 @@ int hg_recv_hello(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *s
             struct ucred cr;
             memcpy(&cr, CMSG_DATA(c), sizeof cr);
             *sender_pid = cr.pid;
+            *sender_uid = cr.uid;
         }
     }
 
     int status = HG_RECV_OK;
     if (n == 0 && nfds == 0 && (pfd.revents & POLLHUP)) return HG_RECV_EOF;
+    uint64_t magic = 0;
+    if ((size_t)n >= sizeof magic) memcpy(&magic, data, sizeof magic);
     if (msg.msg_flags & MSG_CTRUNC) status = reject(errbuf, errlen, "hello with too much ancillary data (%ld fds kept)", nfds);
+    else if (magic == HG_MARK_MAGIC) {
+        if (msg.msg_flags & MSG_TRUNC || n != (ssize_t)sizeof(hg_mark_request))
+            status = reject(errbuf, errlen, "mark request of wrong size (%ld bytes)", (long)n);
+        else if (nfds != 0) status = reject(errbuf, errlen, "mark request with %ld fds", nfds);
+        else {
+            memcpy(mark, data, sizeof *mark);
+            mark->label[HG_MARK_LABEL - 1] = 0;
+            if (mark->version != HG_PROTOCOL_VERSION)
+                status = reject(errbuf, errlen, "mark request of unsupported protocol version %ld", (long)mark->version);
+            else if (*sender_uid == UINT32_MAX)
+                status = reject(errbuf, errlen, "mark request without its sender's credentials%.0ld", 0);
+            else
+                return HG_RECV_MARK;
+        }
+    }
     else if (msg.msg_flags & MSG_TRUNC || n != (ssize_t)sizeof(hg_hello))
         status = reject(errbuf, errlen, "hello of wrong size (%ld bytes)", (long)n);
     else if (nfds != 1) status = reject(errbuf, errlen, "hello with %ld fds instead of one", nfds);
@@ -278,4 +305,80 @@ int hg_recv_hello(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *s
     }
     *fd = fds[0];
     return HG_RECV_OK;
+}
+
+/* ------------------------------------------------------------- mark requests */
+
+int hg_answer_mark(int sock, int32_t answer) {
+    ssize_t r;
+    do r = send(sock, &answer, sizeof answer, MSG_NOSIGNAL);
+    while (r < 0 && errno == EINTR);
+    return r == (ssize_t)sizeof answer ? 0 : -errno;
+}
+
+int hg_ask_mark(const char *path, int32_t collector, int32_t pid, const char *label, int timeout_ms) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof addr.sun_path) return -ENAMETOOLONG;
+    memcpy(addr.sun_path, path, len);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    /* The collector reads our uid from the credentials sent with the request. */
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
+    int r;
+    do r = connect(fd, (const struct sockaddr *)&addr, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + 1));
+    while (r != 0 && errno == EINTR);
+    if (r != 0) {
+        int err = errno;
+        close(fd);
+        return -err;
+    }
+    struct ucred cr;
+    socklen_t crlen = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) != 0 || crlen != sizeof cr ||
+        (cr.pid != collector && cr.pid != 0) || (cr.uid != geteuid() && cr.uid != 0)) {
+        close(fd);
+        return -EACCES;
+    }
+    hg_mark_request req;
+    memset(&req, 0, sizeof req);
+    req.magic = HG_MARK_MAGIC;
+    req.version = HG_PROTOCOL_VERSION;
+    req.pid = pid;
+    snprintf(req.label, sizeof req.label, "%s", label);
+    /* SCM_CREDENTIALS with our own ids: the kernel checks them. */
+    union { struct cmsghdr align; char buf[CMSG_SPACE(sizeof(struct ucred))]; } u;
+    memset(&u, 0, sizeof u);
+    struct iovec iov = {&req, sizeof req};
+    struct msghdr msg = {0};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = u.buf;
+    msg.msg_controllen = sizeof u.buf;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_CREDENTIALS;
+    c->cmsg_len = CMSG_LEN(sizeof(struct ucred));
+    struct ucred mine = {getpid(), geteuid(), getegid()};
+    memcpy(CMSG_DATA(c), &mine, sizeof mine);
+    ssize_t n;
+    do n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof req) {
+        int err = n < 0 ? errno : EIO;
+        close(fd);
+        return -err;
+    }
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int pr;
+    do pr = poll(&p, 1, timeout_ms);
+    while (pr < 0 && errno == EINTR);
+    int32_t answer = -ETIMEDOUT;
+    if (pr == 1) {
+        ssize_t got = recv(fd, &answer, sizeof answer, 0);
+        if (got != (ssize_t)sizeof answer) answer = -ECONNRESET; /* closed unanswered */
+    }
+    close(fd);
+    return answer;
 }

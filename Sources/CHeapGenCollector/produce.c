@@ -54,17 +54,3 @@ int hg_produce_mark(const hg_segment *seg, const char *label, uint32_t origin)
     uint32_t ref = put_string(seg, label ? label : "", (uint32_t)len);
     return claim_and_publish(seg, HG_K_MARK, hg_clock_ns(), ref, origin);
 }
-
-int hg_segment_attach(int fd, hg_segment *seg, char *errbuf, size_t errlen)
-{
-    hg_header h;
-    memset(seg, 0, sizeof *seg);
-    seg->fd = -1;
-    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || h.magic != HG_PROTOCOL_MAGIC ||
-        h.version != HG_PROTOCOL_VERSION || h.state != HG_STATE_ACCEPTED) {
-        snprintf(errbuf, errlen, "not a live heapgen segment");
-        return -1;
-    }
-    hg_hello hello = { HG_PROTOCOL_MAGIC, HG_PROTOCOL_VERSION, h.origin, h.pid, h.ppid, h.segment_size };
-    return hg_segment_open(fd, &hello, seg, errbuf, errlen);
-}

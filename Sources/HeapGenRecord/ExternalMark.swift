@@ -6,60 +6,128 @@ import Glibc
 /// `heapgen mark PID`: puts a generation mark into a running, recorded
 /// process from outside, for programs that cannot be changed.
 ///
-/// The shim keeps its segment open at a descriptor ≥ 500; we find it in
-/// `/proc/PID/fd` (the kernel lets only the same user, or root, open it),
-/// map it and publish the mark as one more producer, so it is ordered with
-/// the program's allocations like an in-process `heapgen_mark`.
+/// The traced process keeps no descriptor of heapgen's, so the mark is asked
+/// of the collector that records it: its pid and rendezvous socket are in the
+/// name of the process's segment, as `/proc/PID/maps` shows it
+/// (`/memfd:heapgen:<pid>:<path> (deleted)`), else in the process's
+/// environment (`HEAPGEN_COLLECTOR`, `HEAPGEN_SOCK`) or an ancestor's. The
+/// environment alone would not do: PostgreSQL writes its process titles over
+/// its own. The collector publishes the mark into the process's ring as one
+/// more producer, ordered with the program's allocations like an in-process
+/// `heapgen_mark`, if we are root or the process's user.
 public enum ExternalMark {
     public struct Failure: Error, CustomStringConvertible {
         public var description: String
         public var exitCode: Int32
     }
 
-    /// Marks every heapgen segment that process `pid` has open (normally one).
+    /// How long the collector may take to answer (it answers between two drains,
+    /// but a leak scan of another process can hold it for seconds).
+    static let answerMilliseconds: Int32 = 30_000
+
+    /// Marks the traced image of process `pid`.
     public static func mark(pid: Int32, label: String) throws(Failure) {
-        let dir = "/proc/\(pid)/fd"
-        guard let handle = opendir(dir) else {
-            throw Failure(description: "no process \(pid) that we may inspect (\(String(cString: strerror(errno))))",
+        guard pid > 0, access("/proc/\(pid)", F_OK) == 0 else {
+            throw Failure(description: "no process \(pid)", exitCode: ExitCodes.notRecorded)
+        }
+        guard let collector = segmentRendezvous(of: pid) ?? rendezvous(of: pid) else {
+            throw Failure(description: "cannot mark process \(pid): it has no heapgen collector in its environment "
+                          + "(is it running under `heapgen record`, and may we read /proc/\(pid)/environ?)",
                           exitCode: ExitCodes.notRecorded)
         }
-        defer { closedir(handle) }
-        var marked = 0
-        var lastError = "it has no heapgen segment: is it running under `heapgen record`?"
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            guard let number = Int32(name), number >= 500 else { continue }
-            let path = "\(dir)/\(name)"
-            var target = [CChar](repeating: 0, count: 256)
-            let n = readlink(path, &target, target.count - 1)
-            guard n > 0 else { continue }
-            let link = String(decoding: target.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            guard link.hasPrefix("/memfd:heapgen") else { continue }
-            let fd = open(path, O_RDWR | O_CLOEXEC)
-            guard fd >= 0 else {
-                lastError = "cannot open its segment: \(String(cString: strerror(errno)))"
-                continue
-            }
-            var segment = hg_segment()
-            var errbuf = [CChar](repeating: 0, count: 200)
-            if hg_segment_attach(fd, &segment, &errbuf, errbuf.count) != 0 {
-                close(fd)
-                lastError = String(decoding: errbuf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                continue
-            }
-            defer { hg_segment_close(&segment) }
-            // The collector drains continuously; a full ring frees up quickly.
-            var result: Int32 = -EAGAIN
-            for _ in 0..<2000 where result == -EAGAIN {
-                result = hg_produce_mark(&segment, label, 2)
-                if result == -EAGAIN { usleep(1000) }
-            }
-            if result == 0 { marked += 1 } else { lastError = "its event ring stayed full for 2 s" }
+        let answer = hg_ask_mark(collector.socket, collector.pid, pid, label, answerMilliseconds)
+        guard answer != 0 else { return }
+        let reason: String
+        switch -answer {
+        case ESRCH: reason = "heapgen does not record it (not followed, or already ended)"
+        case EPERM: reason = "it runs as another user"
+        case ECONNREFUSED, ENOENT: reason = "its heapgen collector is gone"
+        case EACCES: reason = "the socket in its environment is not its collector's"
+        case ETIMEDOUT: reason = "its heapgen collector did not answer in \(answerMilliseconds / 1000) s"
+        default: reason = String(cString: strerror(-answer))
         }
-        if marked == 0 {
-            throw Failure(description: "cannot mark process \(pid): \(lastError)", exitCode: ExitCodes.notRecorded)
+        throw Failure(description: "cannot mark process \(pid): \(reason)", exitCode: ExitCodes.notRecorded)
+    }
+
+    /// The collector's socket path and pid from the name of `pid`'s segment mapping.
+    static func segmentRendezvous(of pid: Int32) -> (socket: String, pid: Int32)? {
+        let fd = open("/proc/\(pid)/maps", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while bytes.count < 64 << 20 {
+            let n = read(fd, &chunk, chunk.count)
+            if n <= 0 { break }
+            bytes.append(contentsOf: chunk.prefix(n))
         }
+        let marker = Array("/memfd:heapgen:".utf8)
+        for line in bytes.split(separator: UInt8(ascii: "\n")) {
+            guard let start = line.firstRange(of: marker)?.upperBound else { continue }
+            var name = String(decoding: line[start...], as: UTF8.self)
+            if name.hasSuffix(" (deleted)") { name.removeLast(" (deleted)".count) }
+            guard let colon = name.firstIndex(of: ":"), let collector = Int32(name[..<colon]), collector > 0 else { continue }
+            let socket = String(name[name.index(after: colon)...])
+            if socket.hasPrefix("/") { return (socket, collector) }
+        }
+        return nil
+    }
+
+    /// The collector's socket path and pid from the environment of `pid` or of its
+    /// nearest ancestor that has both.
+    static func rendezvous(of pid: Int32) -> (socket: String, pid: Int32)? {
+        var current = pid
+        for _ in 0 ..< 64 where current > 1 {
+            let env = environment(of: current)
+            if let socket = env[HG_ENV_SOCK], socket.hasPrefix("/"),
+               let collector = env[HG_ENV_COLLECTOR].flatMap({ Int32($0) }), collector > 0 {
+                return (socket, collector)
+            }
+            guard let parent = parentPid(of: current), parent != current else { return nil }
+            current = parent
+        }
+        return nil
+    }
+
+    /// /proc/PID/environ as a dictionary (empty when unreadable).
+    static func environment(of pid: Int32) -> [String: String] {
+        let fd = open("/proc/\(pid)/environ", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return [:] }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while bytes.count < 8 << 20 {
+            let n = read(fd, &chunk, chunk.count)
+            if n <= 0 { break }
+            bytes.append(contentsOf: chunk.prefix(n))
+        }
+        var env: [String: String] = [:]
+        for entry in bytes.split(separator: 0) {
+            guard let eq = entry.firstIndex(of: UInt8(ascii: "=")) else { continue }
+            let key = String(decoding: entry[entry.startIndex ..< eq], as: UTF8.self)
+            if env[key] == nil { env[key] = String(decoding: entry[(eq + 1)...], as: UTF8.self) }
+        }
+        return env
+    }
+
+    /// The PPid: line of /proc/PID/status.
+    static func parentPid(of pid: Int32) -> Int32? {
+        var buf = [CChar](repeating: 0, count: 4096)
+        let n = hg_read_proc_file(pid, "status", &buf, buf.count - 1)
+        guard n > 0 else { return nil }
+        let text = String(decoding: buf.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        for line in text.split(separator: "\n") where line.hasPrefix("PPid:") {
+            return Int32(line.dropFirst(5).trimmingCharacters(in: " \t"))
+        }
+        return nil
+    }
+}
+
+private extension Substring {
+    func trimmingCharacters(in set: String) -> Substring {
+        var s = self
+        while let c = s.first, set.contains(c) { s.removeFirst() }
+        while let c = s.last, set.contains(c) { s.removeLast() }
+        return s
     }
 }

@@ -247,13 +247,14 @@ public final class Recorder {
     /// for the others, what else keeps a program from saying hello.
     static func untracedExecNote(_ untraced: [Int32: Segment.ExecedProgram]) -> String {
         let named = untraced.sorted { $0.key < $1.key }.map { pid, program in
-            let dropped = program.environmentDropped ? ": its environment did not preload heapgen" : ""
-            return program.name.isEmpty ? "pid \(pid)\(dropped)" : "\(program.name) (pid \(pid)\(dropped))"
+            let why = program.environmentDropped ? ": its environment did not preload heapgen"
+                : program.killedEarlyBy.map { ": killed by signal \($0) right after its exec, before heapgen could start in it" } ?? ""
+            return program.name.isEmpty ? "pid \(pid)\(why)" : "\(program.name) (pid \(pid)\(why))"
         }
         let shown = named.prefix(5).joined(separator: ", ") + (named.count > 5 ? " and \(named.count - 5) more" : "")
         let what = named.count == 1 ? "1 program exec'd by a traced process ran" : "\(named.count) programs exec'd by traced processes ran"
         var note = "\(what) untraced: \(shown)"
-        let others = untraced.values.filter { !$0.environmentDropped }.count
+        let others = untraced.values.filter { !$0.environmentDropped && $0.killedEarlyBy == nil }.count
         if others > 0 {
             note += ". " + (others == untraced.count ? (others == 1 ? "It" : "They") : "The others")
                 + " had heapgen in the environment but could not load or reach it: a setuid or static program, "

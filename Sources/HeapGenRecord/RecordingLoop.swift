@@ -53,13 +53,11 @@ final class RecordingLoop {
         var images = 0
         /// The accepted segment of its current image, if traced.
         var segment: Segment?
-        /// The connection its current image said hello on: kept open while
-        /// the image is traced (the shim watches it for our exit).
-        var connection: Int32 = -1
-        /// The memfd of its current segment (st_dev, st_ino): still mapped
-        /// after its connection closed means the program closed it; not
-        /// mapped means the image exec'd.
+        /// The memfd of its current segment (st_dev, st_ino): no longer mapped
+        /// while the process lives means the image exec'd.
         var segmentFile: (dev: UInt64, ino: UInt64) = (0, 0)
+        /// When ``checkExec(_:now:)`` last read its mappings.
+        var execCheckTime: UInt64 = 0
         /// Its command name when its current image said hello (/proc/PID/comm).
         var comm = ""
 
@@ -94,6 +92,14 @@ final class RecordingLoop {
     /// target's CPU time varied 1.4–2.6 s on the 20 M-event bench). 256 Ki
     /// slots last ~10 ms at 20 M events/s, so the gap costs no waits.
     static let chaseGap: Int = 200_000
+    /// How often an image's mappings are read for an exec: soon after its HG_K_EXEC
+    /// record, and now and then otherwise (reading /proc/PID/maps costs up to a
+    /// millisecond on a large program).
+    static let execCheckAfterRecord: UInt64 = 2_000_000
+    static let execCheckIdle: UInt64 = 1_000_000_000
+    /// An untraced exec'd program killed by a signal this soon after its exec is named
+    /// as killed before heapgen could start in it, not as one that could not load it.
+    static let killedBeforeHelloNanoseconds: UInt64 = 1_000_000_000
     static let minBackoff: Int = 20_000
     static let maxBackoff: Int = 1_000_000
 
@@ -134,7 +140,7 @@ final class RecordingLoop {
     static let secondSignalNanoseconds: UInt64 = 1_000_000_000
     private let drainer = SegmentDrainer()
     private var pollSet: [pollfd] = []
-    private enum PollOwner { case listener, connection(Int32), process(Int32), traced(Int32) }
+    private enum PollOwner { case listener, connection(Int32), process(Int32) }
     private var pollOwners: [PollOwner] = []
     private var pollDirty = true
 
@@ -151,11 +157,17 @@ final class RecordingLoop {
         pids[rootPid] = root
         drainer.childExited = { [unowned self] parent, pid, raw in
             guard let pid = self.collectorPid(pid, reportedBy: parent) else { return }
-            self.reportedStatus[pid] = ExitStatus.fromWaitStatus(raw)
+            let status = ExitStatus.fromWaitStatus(raw)
+            self.reportedStatus[pid] = status
+            self.noteEarlyKill(pid, status: status)
         }
         drainer.childExec = { [unowned self] parent, pid, name in
             guard parent.namespaceDepth == 0, options.followExec, !self.helloPids.contains(pid) else { return }
-            self.untracedExecs[pid] = name
+            self.untracedExecs[pid] = name.map {
+                var program = $0
+                program.execNanoseconds = monotonicNanoseconds()
+                return program
+            }
         }
     }
 
@@ -175,7 +187,12 @@ final class RecordingLoop {
     /// starts at a later tick. A mark that finds a ring full waits in that image's queue
     /// (kept in order) and is retried on the next turn of the loop.
     private func produceTimedMarks() {
-        guard options.markEveryNanoseconds > 0 || options.settleNanoseconds > 0, !live.isEmpty else { return }
+        guard !live.isEmpty else { return }
+        guard options.markEveryNanoseconds > 0 || options.settleNanoseconds > 0 else {
+            // Only `heapgen mark PID` requests, queued behind a full ring.
+            for seg in live where !seg.pendingMarks.isEmpty { publishPendingMarks(seg) }
+            return
+        }
         let now = monotonicNanoseconds()
         var tick: String?
         if options.markEveryNanoseconds > 0 {
@@ -192,9 +209,7 @@ final class RecordingLoop {
                 seg.settleDue = nil
                 seg.pendingMarks.append((Self.settleLabel, 1))
             }
-            while let next = seg.pendingMarks.first, hg_produce_mark(seg.raw, next.label, next.origin) == 0 {
-                seg.pendingMarks.removeFirst()
-            }
+            publishPendingMarks(seg)
         }
     }
 
@@ -252,8 +267,6 @@ final class RecordingLoop {
                 case .connection(let fd): if pending[fd] != nil { readHello(fd) }
                 case .process(let pid):
                     if let entry = pids[pid], entry.pidfd == pollSet[i].fd { gone.append(entry) }
-                case .traced(let pid):
-                    if let entry = pids[pid], entry.connection == pollSet[i].fd { connectionClosed(entry) }
                 }
             }
             // 3. Processes that are gone: final drain, finish their traces.
@@ -268,10 +281,13 @@ final class RecordingLoop {
             var drained = 0
             let t0 = monotonicNanoseconds()
             for seg in live { drained += drainer.drain(seg) }
+            let t1 = monotonicNanoseconds()
             if drained > 0 {
-                drainNanoseconds &+= monotonicNanoseconds() - t0
+                drainNanoseconds &+= t1 - t0
                 slotsDrained &+= UInt64(drained)
             }
+            // 4a. Images that exec'd a program which did not say hello.
+            for entry in Array(pids.values) where entry.segment != nil { checkExec(entry, now: t1) }
             // Only a full batch means more is waiting right now.
             busy = drained >= SegmentDrainer.batchSize * live.count && drained > 0
             if busy {
@@ -327,7 +343,6 @@ final class RecordingLoop {
         declineQueued()
         for (_, entry) in pids {
             close(entry.pidfd)
-            if entry.connection >= 0 { close(entry.connection) }
         }
         pids.removeAll()
     }
@@ -367,10 +382,6 @@ final class RecordingLoop {
             for (pid, entry) in pids {
                 pollSet.append(pollfd(fd: entry.pidfd, events: Int16(POLLIN), revents: 0))
                 pollOwners.append(.process(pid))
-                if entry.connection >= 0 && entry.segment != nil {
-                    pollSet.append(pollfd(fd: entry.connection, events: 0x2000 /* POLLRDHUP */, revents: 0))
-                    pollOwners.append(.traced(pid))
-                }
             }
             pollDirty = false
         }
@@ -406,14 +417,18 @@ final class RecordingLoop {
         }
     }
 
-    /// Reads the hello on a pending connection, if it came.
+    /// Reads the hello (or `heapgen mark`'s request) on a pending connection, if it came.
     private func readHello(_ conn: Int32) {
         var hello = hg_hello()
         var fd: Int32 = -1
         var sender: Int32 = 0
+        var mark = hg_mark_request()
+        var askerUID: UInt32 = 0
         var err = [CChar](repeating: 0, count: 256)
-        let rc = hg_recv_hello(conn, 0, &hello, &fd, &sender, &err, err.count)
+        let rc = hg_recv_message(conn, 0, &hello, &fd, &sender, &mark, &askerUID, &err, err.count)
         switch Int(rc) {
+        case Int(HG_RECV_MARK.rawValue):
+            answerMark(mark, askerUID: askerUID, on: conn)
         case Int(HG_RECV_OK.rawValue):
             pending[conn] = nil
             pollDirty = true
@@ -434,28 +449,19 @@ final class RecordingLoop {
         }
     }
 
-    /// A traced image's connection closed while its process lives on: it
-    /// exec'd (close-on-exec) into an image that did not say hello (not
-    /// followed), or the program closed the descriptor (it stays traced).
-    private func connectionClosed(_ entry: PidEntry) {
-        close(entry.connection)
-        entry.connection = -1
-        pollDirty = true
+    /// Whether `entry`'s traced image exec'd into a program that did not say hello (not
+    /// followed, or untraced): its segment's memfd is no longer mapped in the living
+    /// process. Looked for every ``execCheckAfterRecord`` after the image's HG_K_EXEC
+    /// record, and every ``execCheckIdle`` otherwise (an exec by raw system call); a
+    /// traced program's hello tells sooner (``accept``).
+    private func checkExec(_ entry: PidEntry, now: UInt64) {
         guard let seg = entry.segment else { return }
-        let maps = hg_pidfd_exited(entry.pidfd) == 0
-            ? hg_maps_contain(entry.pid, entry.segmentFile.dev, entry.segmentFile.ino) : -1
-        let execed: Bool
-        if maps >= 0 {
-            execed = maps == 0
-        } else {
-            // Exiting or gone already (a short-lived exec'd program): its mappings
-            // are gone. Its last records say whether it was exec'ing; else an exiting
-            // process or a zombie still has the name of its last image.
-            drainer.drainFinal(seg)
-            let now = Self.commandName(entry.pid)
-            execed = seg.execing != nil || (!now.isEmpty && !entry.comm.isEmpty && now != entry.comm)
-        }
-        if execed { imageExeced(seg, entry: entry) }
+        let interval = seg.execing != nil ? Self.execCheckAfterRecord : Self.execCheckIdle
+        guard now &- entry.execCheckTime >= interval else { return }
+        entry.execCheckTime = now
+        guard hg_pidfd_exited(entry.pidfd) == 0,
+              hg_maps_contain(entry.pid, entry.segmentFile.dev, entry.segmentFile.ino) == 0 else { return }
+        imageExeced(seg, entry: entry)
     }
 
     /// `seg`'s image exec'd: its trace ends so. The new image says hello before it runs
@@ -465,7 +471,8 @@ final class RecordingLoop {
         guard options.followExec else { return }
         let name = Self.commandName(entry.pid)
         untracedExecs[entry.pid] = Segment.ExecedProgram(name: name.isEmpty ? (seg.execing?.name ?? "") : name,
-                                                         environmentDropped: seg.execing?.environmentDropped ?? false)
+                                                         environmentDropped: seg.execing?.environmentDropped ?? false,
+                                                         execNanoseconds: monotonicNanoseconds())
     }
 
     /// /proc/PID/comm without its newline; "" when unreadable.
@@ -476,6 +483,34 @@ final class RecordingLoop {
         var name = cString(buf)
         while name.last == "\n" { name.removeLast() }
         return name
+    }
+
+    /// Publishes `seg`'s queued marks, in order, while its ring has room.
+    private func publishPendingMarks(_ seg: Segment) {
+        while let next = seg.pendingMarks.first, hg_produce_mark(seg.raw, next.label, next.origin) == 0 {
+            seg.pendingMarks.removeFirst()
+        }
+    }
+
+    /// `heapgen mark PID` asked for a mark: queued into that process's traced image, as
+    /// one more producer of its ring, if the asker may (root, or the process's user).
+    private func answerMark(_ request: hg_mark_request, askerUID: UInt32, on conn: Int32) {
+        var answer: Int32 = -ESRCH
+        if let entry = pids[request.pid], let seg = entry.segment, hg_pidfd_exited(entry.pidfd) == 0 {
+            var st = stat()
+            if stat("/proc/\(request.pid)", &st) == 0, askerUID == 0 || askerUID == st.st_uid {
+                let label = withUnsafeBytes(of: request.label) { raw in
+                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                seg.pendingMarks.append((label, 2))
+                publishPendingMarks(seg)
+                answer = 0
+            } else {
+                answer = -EPERM
+            }
+        }
+        _ = hg_answer_mark(conn, answer)
+        dropPending(conn)
     }
 
     private func dropPending(_ conn: Int32) {
@@ -556,8 +591,6 @@ final class RecordingLoop {
         if let old = entry.segment {
             finish(old, entry: entry, status: origin == .fork ? .unknown : .execed, final: true)
         }
-        if entry.connection >= 0 { close(entry.connection) }
-        entry.connection = -1
         var image = entry.images
         entry.images += 1
         guard traced else {
@@ -628,9 +661,11 @@ final class RecordingLoop {
         }
         if origin == .fork { inherit(seg, forkID: raw.pointee.parent_fork_id) }
         hg_segment_answer(raw, collectorPid, UInt32(HG_STATE_ACCEPTED.rawValue))
+        // Answered: the shim closes its end and keeps no descriptor; so do we.
+        close(connection)
         entry.segment = seg
-        entry.connection = connection
         entry.segmentFile = segmentFile
+        entry.execCheckTime = monotonicNanoseconds()
         pollDirty = true
         live.append(seg)
         acceptedCount += 1
@@ -723,20 +758,29 @@ final class RecordingLoop {
         ended(entry, status: status)
     }
 
+    /// An untraced exec'd program `pid` that a signal ended soon after its exec: named
+    /// as killed before heapgen could start in it.
+    private func noteEarlyKill(_ pid: Int32, status: ExitStatus) {
+        guard status.reason == .signaled, var program = untracedExecs[pid], program.execNanoseconds != 0,
+              monotonicNanoseconds() &- program.execNanoseconds < Self.killedBeforeHelloNanoseconds else { return }
+        program.killedEarlyBy = status.status
+        untracedExecs[pid] = program
+    }
+
     private func ended(_ entry: PidEntry, status: ExitStatus) {
+        if entry.segment == nil { noteEarlyKill(entry.pid, status: status) }
         if let seg = entry.segment {
-            // Gone before its connection's end was seen: the status may be that of a
-            // program it exec'd (untraced), which its last records tell.
+            // Gone before an exec was seen: the status may be that of a program it
+            // exec'd (untraced), which its last records or its command name tell.
             drainer.drainFinal(seg)
-            if seg.execing != nil {
+            let now = Self.commandName(entry.pid)
+            if seg.execing != nil || (!now.isEmpty && !entry.comm.isEmpty && now != entry.comm) {
                 imageExeced(seg, entry: entry)
             } else {
                 finish(seg, entry: entry, status: status, final: true)
             }
         }
         close(entry.pidfd)
-        if entry.connection >= 0 { close(entry.connection) }
-        entry.connection = -1
         if pids[entry.pid] === entry { pids[entry.pid] = nil }
         reportedStatus[entry.pid] = nil
         pollDirty = true

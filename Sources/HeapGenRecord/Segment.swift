@@ -166,6 +166,11 @@ final class Segment {
         var name: String
         /// The environment it was given no longer preloads heapgen.
         var environmentDropped: Bool
+        /// When the collector saw the exec (monotonic ns; 0 unknown).
+        var execNanoseconds: UInt64 = 0
+        /// The signal that killed it within ``RecordingLoop/killedBeforeHelloNanoseconds``
+        /// of its exec: too soon for heapgen to start in it (a test killing its child).
+        var killedEarlyBy: Int32?
     }
 
     /// Whether a block this image allocated itself (not one inherited at its fork) may be

@@ -122,11 +122,6 @@ size_t hg_drain_final(const hg_segment *seg, uint64_t *tail, uint64_t limit,
  * -EAGAIN when the ring is full (drain, then retry). 0 on success. */
 int hg_produce_mark(const hg_segment *seg, const char *label, uint32_t origin);
 
-/* Maps a live segment found through /proc/PID/fd (for `heapgen mark PID`):
- * checks magic, version and that the collector accepted it, then validates
- * it like hg_segment_open. 0 or -1 with a reason in errbuf. Closes fd on success. */
-int hg_segment_attach(int fd, hg_segment *seg, char *errbuf, size_t errlen);
-
 /* ---------------------------------------------------------------- control */
 
 /* Copies the request of control record `id` (the HG_K_CONTROL slot's addr)
@@ -224,6 +219,8 @@ enum hg_recv_status {
     HG_RECV_EOF       = 2,  /* the shim's end is closed                               */
     HG_RECV_MALFORMED = 3,  /* a message was read and rejected; reason in errbuf      */
     HG_RECV_ERROR     = 4,  /* recvmsg failed; errno-based reason in errbuf           */
+    HG_RECV_MARK      = 5,  /* a mark request (hg_mark_request) in *mark; its asker's
+                               uid in *sender_uid; answer it with hg_answer_mark        */
 };
 
 /* Waits up to timeout_ms (-1: forever) for one hello. Accepts exactly one
@@ -235,6 +232,24 @@ enum hg_recv_status {
  * own pid is that one, or the sender's pid in a PID namespace below ours. */
 int hg_recv_hello(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *sender_pid,
                   char *errbuf, size_t errlen);
+
+/* As hg_recv_hello, and a mark request (HG_RECV_MARK: exactly
+ * sizeof(hg_mark_request) bytes, right magic and version, no descriptor;
+ * its label NUL-terminated here) with its asker's uid. */
+int hg_recv_message(int sock, int timeout_ms, hg_hello *hello, int *fd, int32_t *sender_pid,
+                    hg_mark_request *mark, uint32_t *sender_uid, char *errbuf, size_t errlen);
+
+/* Sends the answer to a mark request (0 or -errno). 0 sent, -errno not. */
+int hg_answer_mark(int sock, int32_t answer);
+
+/* The asking side (`heapgen mark PID`): connects to the collector's
+ * rendezvous `path`, checks that the peer is process `collector` (or 0, in
+ * a PID namespace of ours) of our user or root, sends the request and
+ * waits up to timeout_ms for the answer. Returns the answer (0 or the
+ * collector's -errno), or -errno of our own failure (-ECONNREFUSED,
+ * -ENOENT: no collector there; -EACCES: the peer is not that collector;
+ * -ETIMEDOUT: no answer). */
+int hg_ask_mark(const char *path, int32_t collector, int32_t pid, const char *label, int timeout_ms);
 
 /* ------------------------------------------------------------------ process */
 

@@ -30,7 +30,17 @@ final class ExternalMarkReportTests: XCTestCase {
 
     /// The test drives the cycles through FIFOs and marks each with `heapgen mark PID`.
     func testMarkCommandBetweenDrivenCycles() throws {
-        let n = 6
+        try markDrivenCycles(mode: "driven", cycles: 6)
+    }
+
+    /// The same with a program that wrote zeros over its environment (PostgreSQL's
+    /// process titles do): `heapgen mark` finds the collector by the segment's name in
+    /// /proc/PID/maps, as the program keeps no descriptor of heapgen's.
+    func testMarkCommandFindsAProgramThatWroteOverItsEnvironment() throws {
+        try markDrivenCycles(mode: "driven-titled", cycles: 3)
+    }
+
+    private func markDrivenCycles(mode: String, cycles n: Int) throws {
         let fixture = try ReportFixture.c("external.c")
         let dir = try TestPaths.freshDirectory("driven")
         let pidFile = dir + "/pid", goPath = dir + "/go", donePath = dir + "/done"
@@ -39,7 +49,7 @@ final class ExternalMarkReportTests: XCTestCase {
         let trace = dir + "/x.trace", out = dir + "/report.json"
         let heapgen = try RunningProcess(try TestPaths.heapgen(),
                                   ["run", "--format", "json", "--output", out, "--trace", trace, "--",
-                                   fixture, "driven", pidFile, goPath, donePath, "\(n)"])
+                                   fixture, mode, pidFile, goPath, donePath, "\(n)"])
         defer { heapgen.killIfRunning() }
 
         // The program's pid.
@@ -63,6 +73,12 @@ final class ExternalMarkReportTests: XCTestCase {
         func mark(_ label: String) throws {
             let m = try HeapGenCLI.run(["mark", "\(pid)", label], timeout: 30)
             XCTAssertEqual(m.status, 0, "heapgen mark \(pid) \(label):\n\(m.transcript)")
+        }
+        if mode == "driven-titled" {
+            let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") ?? Data()
+            XCTAssertFalse(String(decoding: environ, as: UTF8.self).contains("HEAPGEN_SOCK="), "the fixture blanked it")
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            XCTAssertTrue(fds.allSatisfy { (Int($0) ?? 0) < 500 }, "heapgen keeps no descriptor in the program: \(fds)")
         }
         try mark("heapgen.start")
         for k in 1...n {

@@ -6,6 +6,9 @@
  *   external driven PIDFILE GO_FIFO DONE_FIFO CYCLES
  *       writes its pid to PIDFILE, then for each cycle reads one byte from GO_FIFO,
  *       runs the cycle and writes one byte to DONE_FIFO. No stdio.
+ *   external driven-titled PIDFILE GO_FIFO DONE_FIFO CYCLES
+ *       the same, after writing zeros over its initial environment, as PostgreSQL
+ *       does to make room for its process titles: /proc/PID/environ is blank.
  */
 #include <fcntl.h>
 #include <errno.h>
@@ -59,7 +62,11 @@ int main(int argc, char **argv) {
         sleep_until(&t);
         return 0;
     }
-    if (argc >= 6 && strcmp(argv[1], "driven") == 0) {
+    if (argc >= 6 && (strcmp(argv[1], "driven") == 0 || strcmp(argv[1], "driven-titled") == 0)) {
+        if (strcmp(argv[1], "driven-titled") == 0) {
+            extern char **environ;
+            for (char **e = environ; *e != NULL; e++) memset(*e, 0, strlen(*e));
+        }
         int cycles = atoi(argv[5]);
         char buf[32];
         int len = 0;
