@@ -44,10 +44,10 @@
  *   Every descriptor the shim holds is checked against the (st_dev, st_ino)
  *   it had when made before any use, close() and poll() included: the
  *   program may have closed the number and got it back for a file or
- *   socket of its own. From then
- *   on the shim writes fixed 32-byte hg_slot records
- *   into a bounded multi-producer ring (Vyukov's per-slot sequence scheme);
- *   the ring position of a record *is* its global sequence number, so
+ *   socket of its own.
+ *   Once accepted, the shim writes records of one or two 16-byte hg_slots
+ *   into a bounded multi-producer ring (a CAS on the head claims them, a lap
+ *   tag in the first word publishes them: heapgen_ring.h); the ring position of a record *is* its global sequence number, so
  *   allocations, frees and marks from all threads have one total order.
  *   Variable-length data (stacks, strings) goes into a "blob arena" in the
  *   same segment, two halves reused in turn ("Arena epochs"); records refer
