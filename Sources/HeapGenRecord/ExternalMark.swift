@@ -51,16 +51,7 @@ public enum ExternalMark {
 
     /// The collector's socket path and pid from the name of `pid`'s segment mapping.
     static func segmentRendezvous(of pid: Int32) -> (socket: String, pid: Int32)? {
-        let fd = open("/proc/\(pid)/maps", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while bytes.count < 64 << 20 {
-            let n = read(fd, &chunk, chunk.count)
-            if n <= 0 { break }
-            bytes.append(contentsOf: chunk.prefix(n))
-        }
+        guard let bytes = procFile(pid, "maps", limit: 64 << 20) else { return nil }
         let marker = Array("/memfd:heapgen:".utf8)
         for line in bytes.split(separator: UInt8(ascii: "\n")) {
             guard let start = line.firstRange(of: marker)?.upperBound else { continue }
@@ -91,16 +82,7 @@ public enum ExternalMark {
 
     /// /proc/PID/environ as a dictionary (empty when unreadable).
     static func environment(of pid: Int32) -> [String: String] {
-        let fd = open("/proc/\(pid)/environ", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return [:] }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while bytes.count < 8 << 20 {
-            let n = read(fd, &chunk, chunk.count)
-            if n <= 0 { break }
-            bytes.append(contentsOf: chunk.prefix(n))
-        }
+        guard let bytes = procFile(pid, "environ", limit: 8 << 20) else { return [:] }
         var env: [String: String] = [:]
         for entry in bytes.split(separator: 0) {
             guard let eq = entry.firstIndex(of: UInt8(ascii: "=")) else { continue }
@@ -108,6 +90,21 @@ public enum ExternalMark {
             if env[key] == nil { env[key] = String(decoding: entry[(eq + 1)...], as: UTF8.self) }
         }
         return env
+    }
+
+    /// /proc/PID/NAME, whole up to about `limit` bytes; nil when it cannot be opened.
+    static func procFile(_ pid: Int32, _ name: String, limit: Int) -> [UInt8]? {
+        let fd = open("/proc/\(pid)/\(name)", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while bytes.count < limit {
+            let n = read(fd, &chunk, chunk.count)
+            if n <= 0 { break }
+            bytes.append(contentsOf: chunk.prefix(n))
+        }
+        return bytes
     }
 
     /// The PPid: line of /proc/PID/status.
