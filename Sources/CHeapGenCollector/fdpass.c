@@ -323,7 +323,9 @@ int hg_ask_mark(const char *path, int32_t collector, int32_t pid, const char *la
     memcpy(addr.sun_path, path, len);
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (fd < 0) return -errno;
-    /* The collector reads our uid from the credentials sent with the request. */
+    /* The collector reads our uid from the credentials the kernel attaches to
+     * the request: SO_PASSCRED on the sending side is enough (as for a hello),
+     * even before the collector has accepted our connection. */
     int one = 1;
     (void)setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof one);
     int r;
@@ -347,23 +349,8 @@ int hg_ask_mark(const char *path, int32_t collector, int32_t pid, const char *la
     req.version = HG_PROTOCOL_VERSION;
     req.pid = pid;
     snprintf(req.label, sizeof req.label, "%s", label);
-    /* SCM_CREDENTIALS with our own ids: the kernel checks them. */
-    union { struct cmsghdr align; char buf[CMSG_SPACE(sizeof(struct ucred))]; } u;
-    memset(&u, 0, sizeof u);
-    struct iovec iov = {&req, sizeof req};
-    struct msghdr msg = {0};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = u.buf;
-    msg.msg_controllen = sizeof u.buf;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_CREDENTIALS;
-    c->cmsg_len = CMSG_LEN(sizeof(struct ucred));
-    struct ucred mine = {getpid(), geteuid(), getegid()};
-    memcpy(CMSG_DATA(c), &mine, sizeof mine);
     ssize_t n;
-    do n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    do n = send(fd, &req, sizeof req, MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
     if (n != (ssize_t)sizeof req) {
         int err = n < 0 ? errno : EIO;

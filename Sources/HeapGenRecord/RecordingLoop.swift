@@ -163,11 +163,7 @@ final class RecordingLoop {
         }
         drainer.childExec = { [unowned self] parent, pid, name in
             guard parent.namespaceDepth == 0, options.followExec, !self.helloPids.contains(pid) else { return }
-            self.untracedExecs[pid] = name.map {
-                var program = $0
-                program.execNanoseconds = monotonicNanoseconds()
-                return program
-            }
+            self.untracedExecs[pid] = name
         }
     }
 
@@ -184,15 +180,11 @@ final class RecordingLoop {
     /// program it exec'd (`env PORT=8086 ./server`), forked children and what they exec'd,
     /// as `heapgen mark` and in-program marks reach them. Every image gets the same tick
     /// labels (`every 1s #3`), so the traces of one run line up; an image that starts later
-    /// starts at a later tick. A mark that finds a ring full waits in that image's queue
-    /// (kept in order) and is retried on the next turn of the loop.
-    private func produceTimedMarks() {
+    /// starts at a later tick. A mark that finds a ring full (these, and `heapgen mark`'s
+    /// requests) waits in that image's queue (kept in order) and is retried on the next
+    /// turn of the loop.
+    private func produceCollectorMarks() {
         guard !live.isEmpty else { return }
-        guard options.markEveryNanoseconds > 0 || options.settleNanoseconds > 0 else {
-            // Only `heapgen mark PID` requests, queued behind a full ring.
-            for seg in live where !seg.pendingMarks.isEmpty { publishPendingMarks(seg) }
-            return
-        }
         let now = monotonicNanoseconds()
         var tick: String?
         if options.markEveryNanoseconds > 0 {
@@ -287,7 +279,9 @@ final class RecordingLoop {
                 slotsDrained &+= UInt64(drained)
             }
             // 4a. Images that exec'd a program which did not say hello.
-            for entry in Array(pids.values) where entry.segment != nil { checkExec(entry, now: t1) }
+            for seg in live {
+                if let entry = pids[seg.pid], entry.segment === seg { checkExec(entry, now: t1) }
+            }
             // Only a full batch means more is waiting right now.
             busy = drained >= SegmentDrainer.batchSize * live.count && drained > 0
             if busy {
@@ -303,8 +297,8 @@ final class RecordingLoop {
                 for seg in live where seg.watch.corruption != nil { abandonCorrupt(seg) }
             }
 
-            // 5. Collector marks (--mark-every, --settle) into the program's ring.
-            produceTimedMarks()
+            // 5. Collector marks (--mark-every, --settle, queued `heapgen mark`) into the program's ring.
+            produceCollectorMarks()
             reportProgress()
 
             // 5b. Signalled while the program runs: give it time to exit, then stop waiting.

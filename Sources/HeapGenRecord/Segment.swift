@@ -166,7 +166,7 @@ final class Segment {
         var name: String
         /// The environment it was given no longer preloads heapgen.
         var environmentDropped: Bool
-        /// When the collector saw the exec (monotonic ns; 0 unknown).
+        /// When the collector read the exec's record, or saw the exec (monotonic ns; 0 unknown).
         var execNanoseconds: UInt64 = 0
         /// The signal that killed it within ``RecordingLoop/killedBeforeHelloNanoseconds``
         /// of its exec: too soon for heapgen to start in it (a test killing its child).

@@ -313,7 +313,8 @@ final class SegmentDrainer {
             childExited?(seg, Int32(truncatingIfNeeded: s.addr), Int32(truncatingIfNeeded: s.size_kind & sizeMask))
         case UInt32(HG_K_EXEC.rawValue):
             let name = s.addr == 1
-                ? Segment.ExecedProgram(name: string(seg, ref: s.ref) ?? "", environmentDropped: s.aux == 1) : nil
+                ? Segment.ExecedProgram(name: string(seg, ref: s.ref) ?? "", environmentDropped: s.aux == 1,
+                                        execNanoseconds: monotonicNanoseconds()) : nil
             let child = s.size_kind & sizeMask
             if child == 0 {
                 seg.execing = name
