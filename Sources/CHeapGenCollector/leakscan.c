@@ -46,6 +46,7 @@ typedef struct root_region {
     uint64_t start, end;
     uint64_t low_sp;            /* lowest stack pointer inside, or UINT64_MAX */
     int allocator;
+    int stack_shaped;           /* anonymous, right above a no-access page (a guard) */
     uint32_t kind;              /* enum hg_root_kind, for the graph */
     int32_t tid;                /* stack: the thread whose SP is lowest inside */
     uint64_t pc;                /* stack: that thread's instruction pointer */
@@ -269,6 +270,28 @@ static int is_libc_path(const char *line)
     return strncmp(slash + 1, "libc.so", 7) == 0 || strncmp(slash + 1, "libc-", 5) == 0;
 }
 
+/* The thread descriptor glibc keeps at the top of a thread's stack mapping,
+ * found by its header: x86-64's tcbhead_t begins with `tcb` and has `self`
+ * two words on, both the descriptor's own address. Looked for in the top
+ * 16 KiB of [start, end) (the descriptor lies above the static TLS, below
+ * the end); 0 if it is not there. */
+static uint64_t find_thread_descriptor(scan_state *s, uint64_t start, uint64_t end)
+{
+    const uint64_t len = end - start < 16384 ? end - start : 16384;
+    const uint64_t base = end - len;
+    struct iovec local = { s->buf, (size_t)len };
+    struct iovec remote = { (void *)(uintptr_t)base, (size_t)len };
+    if (len < 24 || process_vm_readv(s->pid, &local, 1, &remote, 1, 0) != (ssize_t)len)
+        return 0;
+    const uint64_t *w = (const uint64_t *)(const void *)s->buf;
+    uint64_t found = 0;
+    for (size_t i = 0; i + 2 < len / 8; i += 2) {
+        const uint64_t at = base + i * 8;
+        if (w[i] == at && w[i + 2] == at) found = at;
+    }
+    return found;
+}
+
 /* The root mapping holding `sp`, or -1. */
 static long region_of(const root_region *regions, size_t count, uint64_t sp)
 {
@@ -408,12 +431,16 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
     uint64_t libc_end = 0;          /* end of libc's last file mapping: its .bss follows */
     uint64_t file_end = 0;          /* end of the last file mapping: its .bss may follow */
     char file_path[4096] = { 0 };
+    uint64_t guard_end = 0;         /* end of the last no-access mapping */
     while (regions && getline(&line, &line_cap, maps) > 0) {
         unsigned long long start, end;
         char perms[8] = { 0 };
         int consumed = 0;
         if (sscanf(line, "%llx-%llx %7s %*s %*s %*s%n", &start, &end, perms, &consumed) < 3)
             continue;
+        const int above_guard = guard_end != 0 && start == guard_end;
+        if (strncmp(perms, "---", 3) == 0)
+            guard_end = end;
         int libc = is_libc_path(line);
         const char *rest = line + consumed;
         while (*rest == ' ') rest++;
@@ -454,6 +481,7 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
         regions[count].end = end;
         regions[count].low_sp = UINT64_MAX;
         regions[count].allocator = allocator;
+        regions[count].stack_shaped = anonymous && above_guard;
         regions[count].kind = kind;
         regions[count].tid = 0;
         regions[count].pc = 0;
@@ -492,6 +520,24 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
             if (regions[k].low_sp != UINT64_MAX && live > regions[k].start) {
                 result->dead_stack_bytes += live - regions[k].start;
                 regions[k].start = live;
+            }
+        }
+        /* A thread stack that holds no stopped thread's stack pointer or
+         * thread pointer is a dead thread's: glibc keeps it cached for the
+         * next thread, or until pthread_join. Its frames and TLS are as stale
+         * as what lies below a live thread's SP, and hide leaks (LeakSanitizer
+         * scans none of it, valgrind only the descriptor): only the
+         * descriptor stays a root, for the value pthread_join may still
+         * return. Known only when every thread is stopped. */
+        for (size_t k = 0; stopped > 0 && (uint32_t)stopped >= result->threads && k < count; k++) {
+            if (!regions[k].stack_shaped || regions[k].low_sp != UINT64_MAX) continue;
+            int live = 0;
+            for (int t = 0; t < stopped && !live; t++)
+                live = threads[t].tp >= regions[k].start && threads[t].tp < regions[k].end;
+            const uint64_t descriptor = live ? 0 : find_thread_descriptor(&s, regions[k].start, regions[k].end);
+            if (descriptor > regions[k].start) {
+                result->dead_stack_bytes += descriptor - regions[k].start;
+                regions[k].start = descriptor;
             }
         }
         s.code = code;

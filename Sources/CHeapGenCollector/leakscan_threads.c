@@ -44,6 +44,7 @@ static int read_registers(hg_thread_state *t)
     for (int i = 0; i < HG_SCAN_REG_WORDS; i++) t->regs[i] = (uint64_t)words[i];
     t->sp = (uint64_t)r.rsp;
     t->pc = (uint64_t)r.rip;
+    t->tp = (uint64_t)r.fs_base;
     return 0;
 }
 #endif

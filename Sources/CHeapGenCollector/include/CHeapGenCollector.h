@@ -327,7 +327,8 @@ typedef struct hg_scan_result {
     uint64_t marked;         /* blocks reached                                      */
     uint64_t unreadable;     /* bytes that could not be read (EFAULT: skipped)      */
     uint64_t elapsed_ns;
-    uint64_t dead_stack_bytes; /* stack bytes below the threads' stack pointers: not roots */
+    uint64_t dead_stack_bytes; /* stack bytes below the threads' stack pointers, and dead
+                                  threads' stacks below their descriptors: not roots */
     uint32_t threads;        /* threads of the target found in /proc/PID/task       */
     uint32_t threads_stopped;/* of which stopped with ptrace (registers and SP read) */
     int32_t  ptrace_error;   /* 0, or the errno that kept us from stopping the threads:
@@ -344,6 +345,7 @@ typedef struct hg_thread_state {
     int32_t pending_signal;  /* signal that stopped it instead of our interrupt: re-sent at detach */
     uint64_t sp;
     uint64_t pc;             /* instruction pointer (the reference graph's innermost frame) */
+    uint64_t tp;             /* thread pointer (fs base): glibc's thread descriptor */
     uint64_t regs[HG_SCAN_REG_WORDS];
 } hg_thread_state;
 
@@ -360,7 +362,8 @@ void hg_threads_resume(const hg_thread_state *threads, int n);
  * are its n live heap blocks. Roots: every rw mapping of /proc/PID/maps that
  * overlaps no live block, except the heapgen memfd mappings; in a mapping that
  * holds a thread's stack pointer only [SP, end) (what lies below is dead
- * frames); every thread's registers. The threads are stopped with ptrace for
+ * frames); in the stack of a thread that is gone (glibc keeps it cached, or
+ * until the join) only its thread descriptor; every thread's registers. The threads are stopped with ptrace for
  * the registers and SPs (hg_threads_stop); if that is not permitted
  * (result->ptrace_error), whole stacks are roots except the requester's:
  * `requester_sp` (0: unknown) bounds the mapping that holds it. In libc's own

@@ -20,8 +20,17 @@
  *               mid-run with heapgen_control, when heapgen runs it) stops them:
  *               they must not see it (each says so if its call returned early;
  *               main waits 200 ms after the scan so that they could)
+ *   deadthreads 8 threads at once each leave a 48 B block's only pointer in
+ *               their own frame and end (joined): glibc caches their stacks,
+ *               whose stale frames are no roots: 8 leaked, 384 B
+ *   unjoined    a thread returns a 40 B block and ends, never joined: the
+ *               value pthread_join would return is a root: none leaked
+ *   altstack    a live thread holds 24 B in its stack frame and waits in a
+ *               signal handler on an alternate stack (its SP is not in its
+ *               stack): none leaked
  *   none        blocks all kept in globals: none leaked
  */
+#include <signal.h>
 #include <pthread.h>
 #include <time.h>
 #include <stdint.h>
@@ -114,6 +123,35 @@ static void *blocked_sleeper(void *arg) {
     return arg;
 }
 
+static void *leave_and_end(void *arg) {
+    leave_in_frame();
+    return arg;
+}
+
+static void *return_block(void *arg) {
+    void *p = malloc(40);
+    memset(p, 3, 40);
+    __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+    return p;
+}
+
+static void wait_on_altstack(int sig) {
+    (void)sig;
+    __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+    for (;;) pause();
+}
+
+static void *hold_then_signal(void *arg) {
+    (void)arg;
+    void *volatile held = malloc(24);
+    memset(held, 4, 24);
+    static char alt[65536];
+    stack_t ss = { .ss_sp = alt, .ss_size = sizeof alt };
+    sigaltstack(&ss, NULL);
+    raise(SIGUSR1);             /* the handler never returns */
+    return held;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "none";
     if (strcmp(mode, "deadframe") == 0) {
@@ -185,6 +223,27 @@ int main(int argc, char **argv) {
         int status = 0;
         waitpid(child, &status, 0);
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 9;
+    } else if (strcmp(mode, "deadthreads") == 0) {
+        pthread_t t[8];
+        for (int i = 0; i < 8; i++) pthread_create(&t[i], NULL, leave_and_end, NULL);
+        for (int i = 0; i < 8; i++) pthread_join(t[i], NULL);
+    } else if (strcmp(mode, "unjoined") == 0) {
+        pthread_t t;
+        pthread_create(&t, NULL, return_block, NULL);
+        while (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {}
+        struct timespec d = { 0, 100000000 };   /* time to end */
+        nanosleep(&d, NULL);
+    } else if (strcmp(mode, "altstack") == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = wait_on_altstack;
+        sa.sa_flags = SA_ONSTACK;
+        sigaction(SIGUSR1, &sa, NULL);
+        pthread_t t;
+        pthread_create(&t, NULL, hold_then_signal, NULL);
+        while (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {}
+        scrub();
+        exit(0);
     } else {
         for (int i = 0; i < 4; i++) keep[i] = malloc(24 + 8 * i);
     }
