@@ -526,7 +526,7 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
          * thread pointer is a dead thread's: glibc keeps it cached for the
          * next thread, or until pthread_join. Its frames and TLS are as stale
          * as what lies below a live thread's SP, and hide leaks (LeakSanitizer
-         * scans none of it, valgrind only the descriptor): only the
+         * scans none of it; valgrind the descriptor and the TLS): only the
          * descriptor stays a root, for the value pthread_join may still
          * return. Known only when every thread is stopped. */
         for (size_t k = 0; stopped > 0 && (uint32_t)stopped >= result->threads && k < count; k++) {

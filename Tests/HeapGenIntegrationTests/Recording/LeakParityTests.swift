@@ -133,6 +133,19 @@ final class LeakParityTests: XCTestCase {
         try check(["deadthreads"], expected: Verdict(blocks: 8, bytes: 384))
     }
 
+    /// Blocks kept only in the `__thread` variables of ended threads: nothing can read those
+    /// again. LeakSanitizer says leaked, as heapgen does; valgrind still scans the ended
+    /// threads' TLS and says still reachable.
+    func testTheThreadLocalVariablesOfEndedThreadsKeepNothingAlive() throws {
+        let exe = try Fixture.build("leakparity.c")
+        XCTAssertStatus(try runProcess(exe, ["deadtls"]), 0, "the fixture fails without heapgen")
+        let (result, _, leaked) = try heapgen(exe, ["deadtls"])
+        XCTAssertStatus(result, 0)
+        XCTAssertEqual(total(leaked), Verdict(blocks: 4, bytes: 224), result.transcript)
+        XCTAssertEqual(try valgrind(exe, ["deadtls"]).lost, Verdict(blocks: 0, bytes: 0),
+                       "valgrind's verdict differs here: if it changed, so may this test")
+    }
+
     /// An ended thread nobody joined yet: pthread_join can still return its value.
     func testTheValueOfAnUnjoinedThreadIsARoot() throws {
         try check(["unjoined"], expected: Verdict(blocks: 0, bytes: 0))
