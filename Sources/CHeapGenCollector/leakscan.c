@@ -305,7 +305,7 @@ int hg_leak_scan(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t
                  uint64_t requester_sp, hg_scan_result *result)
 {
     return hg_leak_scan_graph(pid, addrs, sizes, n, marked, owners, max_bytes, max_ns,
-                              requester_sp, NULL, result, NULL);
+                              requester_sp, NULL, 0, result, NULL);
 }
 
 void hg_graph_free(hg_graph *graph)
@@ -339,8 +339,8 @@ static int add_code(uint64_t **code, size_t *count, size_t *cap, uint64_t start,
 
 int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t n,
                        uint8_t *marked, uint64_t *owners, uint64_t max_bytes, uint64_t max_ns,
-                       uint64_t requester_sp, const hg_scan_caller *caller, hg_scan_result *result,
-                       hg_graph *graph)
+                       uint64_t requester_sp, const hg_scan_caller *caller, int forked,
+                       hg_scan_result *result, hg_graph *graph)
 {
     memset(result, 0, sizeof *result);
     uint64_t t0 = hg_clock_ns();
@@ -528,8 +528,11 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
          * as what lies below a live thread's SP, and hide leaks (LeakSanitizer
          * scans none of it; valgrind the descriptor and the TLS): only the
          * descriptor stays a root, for the value pthread_join may still
-         * return. Known only when every thread is stopped. */
-        for (size_t k = 0; stopped > 0 && (uint32_t)stopped >= result->threads && k < count; k++) {
+         * return. Known only when every thread is stopped. Not in a forked
+         * child: there the parent's other threads left stacks just like
+         * these, holding what those threads held at the fork (valgrind has
+         * them as roots too). */
+        for (size_t k = 0; !forked && stopped > 0 && (uint32_t)stopped >= result->threads && k < count; k++) {
             if (!regions[k].stack_shaped || regions[k].low_sp != UINT64_MAX) continue;
             int live = 0;
             for (int t = 0; t < stopped && !live; t++)

@@ -185,7 +185,8 @@ final class ControlChannel {
         var graph = hg_graph()
         graph.max_edges = Self.graphMaxEdges
         _ = hg_leak_scan_graph(seg.pid, addresses, sizes, blocks.count, &marked, &owners, Self.scanMaxBytes,
-                               Self.scanMaxNanoseconds, requesterSP, &caller, &result, &graph)
+                               Self.scanMaxNanoseconds, requesterSP, &caller, seg.origin == .fork ? 1 : 0,
+                               &result, &graph)
         defer { hg_graph_free(&graph) }
         if result.ptrace_error != 0 && result.error == 0 && result.aborted == 0 {
             printDiagnostic("note: the leak scan could not stop the threads of process \(seg.pid) (\(errorString(result.ptrace_error)): another tracer, or a ptrace restriction such as /proc/sys/kernel/yama/ptrace_scope): their registers were not read and whole stacks of other threads counted as roots, so a leak may be missed")

@@ -439,11 +439,13 @@ typedef struct hg_scan_caller {
  * nearest code address below it (a return address, as a rule), the thread's
  * RIP below the first. On the requester's stack, the slots below
  * `caller->slot` (NULL: unknown) are the shim's frames and are named after
- * `caller->pc`. Free with hg_graph_free. */
+ * `caller->pc`. `forked`: the process is a forked child that has not exec'd,
+ * where the stacks of its parent's other threads look like those of ended
+ * threads: they are whole roots. Free with hg_graph_free. */
 int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, size_t n,
                        uint8_t *marked, uint64_t *owners, uint64_t max_bytes, uint64_t max_ns,
-                       uint64_t requester_sp, const hg_scan_caller *caller, hg_scan_result *result,
-                       hg_graph *graph);
+                       uint64_t requester_sp, const hg_scan_caller *caller, int forked,
+                       hg_scan_result *result, hg_graph *graph);
 void hg_graph_free(hg_graph *graph);
 
 /* One stored property of a Swift class (hg_swift_class_fields). */

@@ -157,6 +157,19 @@ final class LeakParityTests: XCTestCase {
         try check(["altstack"], expected: Verdict(blocks: 0, bytes: 0))
     }
 
+    /// A forked child of a threaded parent: there the stacks of the parent's other threads
+    /// look like ended threads' stacks, and hold what those threads held at the fork. They
+    /// stay roots (valgrind agrees); the gate judges both images.
+    func testAForkedChildKeepsWhatItsParentsOtherThreadsHeld() throws {
+        let exe = try Fixture.build("leakparity.c")
+        XCTAssertStatus(try runProcess(exe, ["forkthreads"]), 0, "the fixture fails without heapgen")
+        let gate = try HeapGenCLI.run(["run", "--fail-on", "leaked", "--", exe, "forkthreads"])
+        XCTAssertStatus(gate, 0)
+        // One verdict for both images (a child that was not scanned would be "not judged").
+        XCTAssertEqual(gate.stderrLines, ["SUMMARY: heapgen: gate passed: no leaked sites."], gate.transcript)
+        XCTAssertEqual(try valgrind(exe, ["forkthreads"]).lost, Verdict(blocks: 0, bytes: 0))
+    }
+
     func testNothingLeakedWhenEverythingIsKept() throws {
         try check(["none"], expected: Verdict(blocks: 0, bytes: 0))
     }

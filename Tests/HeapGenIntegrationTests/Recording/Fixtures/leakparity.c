@@ -32,6 +32,9 @@
  *   altstack    a live thread holds 24 B in its stack frame and waits in a
  *               signal handler on an alternate stack (its SP is not in its
  *               stack): none leaked
+ *   forkthreads a live thread holds 1,337 B in its stack frame; main forks, the
+ *               child exits: in the child that thread's stack is a copy whose
+ *               thread is gone, still holding the block: none leaked in either
  *   none        blocks all kept in globals: none leaked
  */
 #include <signal.h>
@@ -145,6 +148,15 @@ static void *return_block(void *arg) {
     return p;
 }
 
+static void *hold_and_wait(void *arg) {
+    (void)arg;
+    void *volatile held = malloc(1337);
+    memset(held, 6, 1337);
+    __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+    for (;;) pause();
+    return held;
+}
+
 static void wait_on_altstack(int sig) {
     (void)sig;
     __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
@@ -247,6 +259,16 @@ int main(int argc, char **argv) {
         while (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {}
         struct timespec d = { 0, 100000000 };   /* time to end */
         nanosleep(&d, NULL);
+    } else if (strcmp(mode, "forkthreads") == 0) {
+        pthread_t t;
+        pthread_create(&t, NULL, hold_and_wait, NULL);
+        while (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {}
+        pid_t child = fork();
+        if (child == 0) exit(0);
+        int status = 0;
+        waitpid(child, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 9;
+        exit(0);
     } else if (strcmp(mode, "altstack") == 0) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
