@@ -406,6 +406,30 @@ void hg_init_slow(void)
 /* No crtbegin here (-nostartfiles), so no __dso_handle for atexit(): register directly. */
 extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 
+/* libc's exit(), found at start-up (find_exit_functions). */
+static uintptr_t libc_exit;
+
+/* Where the live part of this thread's stack begins while exit() runs its
+ * handlers: just above the slot holding the return address into exit()
+ * (pushed by its call of the handler loop), found by looking up from `from`,
+ * the handler's frame, at most 1 KiB (the loop's and exit's frames are a few
+ * hundred bytes; the caller's frames, and a thread's TLS and descriptor, lie
+ * above them, so the reads stay in the stack). Below it are exit's own
+ * frames and whatever dead frames of the program they did not overwrite,
+ * which would keep lost blocks "reachable" (a pointer left by a function
+ * main called before it returned). 0 if not found. */
+static uintptr_t exit_frame_top(uintptr_t from)
+{
+    if (libc_exit == 0)
+        return 0;
+    for (uintptr_t at = (from + 7) & ~(uintptr_t)7; at < from + 1024; at += 8) {
+        const uintptr_t w = *(const uintptr_t *)at;
+        if (w > libc_exit && w < libc_exit + 64)
+            return at + 8;
+    }
+    return 0;
+}
+
 /* HEAPGEN_LEAK_SCAN=1: the program is exiting; every allocation and free it made is
  * in the ring before the request, and it stays blocked here while the collector
  * reads its memory (heapgen record --leaks). Forked children too: the collector
@@ -435,8 +459,9 @@ static void hg_leak_scan_at_exit(void *from_exit_call)
         return;
     static const char head[] = "{\"op\":\"scan\",\"exit\":true,\"sp\":\"0x";
     static const char lsan[] = "\",\"lsan\":\"0x";
+    static const char live[] = "\",\"liveFrom\":\"0x";
     static const char nojudge[] = "\",\"judge\":false";
-    char request[160];
+    char request[200];
     char response[256];
     memset(request, 0, sizeof request);
     memset(response, 0, sizeof response);
@@ -447,6 +472,14 @@ static void hg_leak_scan_at_exit(void *from_exit_call)
         request[at++] = "0123456789abcdef"[(sp >> shift) & 15];
     /* (Finding the program's suppressions opens its executable: not in a sandbox.) */
     uintptr_t text = cfg_leak_scan && !hg_sandboxed() ? (uintptr_t)hg_lsan_default_suppressions() : 0;
+    /* From exit()'s handlers (not from _exit): exit's frames are no roots. */
+    const uintptr_t live_from = from_exit_call ? 0 : exit_frame_top((uintptr_t)__builtin_frame_address(0));
+    if (live_from != 0) {
+        memcpy(request + at, live, sizeof live - 1);
+        at += sizeof live - 1;
+        for (int shift = 60; shift >= 0; shift -= 4)
+            request[at++] = "0123456789abcdef"[(live_from >> shift) & 15];
+    }
     if (text != 0) {
         memcpy(request + at, lsan, sizeof lsan - 1);
         at += sizeof lsan - 1;
@@ -538,6 +571,7 @@ static void find_exit_functions(void)
     hg_guard_enter();
     real_exit_now = (exit_fn)dlsym(RTLD_NEXT, "_exit");
     real_exit_upper = (exit_fn)dlsym(RTLD_NEXT, "_Exit");
+    libc_exit = (uintptr_t)dlsym(RTLD_NEXT, "exit");
     hg_guard_leave();
 }
 

@@ -500,9 +500,14 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
         /* A region holding stack pointers is live from the lowest of them up
          * (threads sharing one mapping keep every live frame). Without ptrace,
          * only the requester's SP is known. */
+        const uint64_t live_from = caller != NULL ? caller->live_from : 0;
         for (int t = 0; t <= stopped; t++) {
             uint64_t sp = t < stopped ? threads[t].sp : requester_sp;
             if (t == stopped && (stopped > 0 || sp == 0)) break;
+            /* The thread running exit()'s handlers (its SP a little below
+             * live_from, on the same stack): exit's frames are not live. */
+            if (live_from > sp && live_from - sp < 65536 && region_of(regions, count, live_from) == region_of(regions, count, sp))
+                sp = live_from;
             long k = region_of(regions, count, sp);
             if (k >= 0 && regions[k].kind != HG_ROOT_STACK) {
                 regions[k].kind = HG_ROOT_STACK;    /* e.g. a thread stack mmap'd right after a module */

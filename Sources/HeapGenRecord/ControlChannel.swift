@@ -170,9 +170,11 @@ final class ControlChannel {
     private func capture(_ seg: Segment, tracker: LiveTracker, request: ControlRequest, judge: Bool,
                          trigger: ReferenceGraphRecord.Trigger) -> Result<Capture, ControlProtocolError> {
         // The requester's stack pointer bounds its stack when the threads cannot be stopped;
-        // `ra`/`raSlot` (sent by heapgen_mark) say where that stack leaves the shim.
+        // `ra`/`raSlot` (sent by heapgen_mark) say where that stack leaves the shim; `liveFrom`
+        // (sent from exit()'s handlers) where its live part begins, above exit's frames.
         let requesterSP = request.address("sp") ?? 0
-        var caller = hg_scan_caller(pc: request.address("ra") ?? 0, slot: request.address("raSlot") ?? 0)
+        var caller = hg_scan_caller(pc: request.address("ra") ?? 0, slot: request.address("raSlot") ?? 0,
+                                    live_from: request.address("liveFrom") ?? 0)
         var blocks: [LiveTracker.Entry] = []
         blocks.reserveCapacity(tracker.count)
         tracker.forEachBlock { blocks.append($0) }

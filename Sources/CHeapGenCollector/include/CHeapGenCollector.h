@@ -428,6 +428,9 @@ typedef struct hg_graph {
  * in them would name a wrong frame. */
 typedef struct hg_scan_caller {
     uint64_t pc, slot;
+    /* The requester runs exit()'s handlers: its stack is live only from here
+     * up (above exit's own frames); 0: from its stack pointer. */
+    uint64_t live_from;
 } hg_scan_caller;
 
 /* hg_leak_scan, also building the reference graph into `graph` (NULL: none):

@@ -35,6 +35,9 @@
  *   forkthreads a live thread holds 1,337 B in its stack frame; main forks, the
  *               child exits: in the child that thread's stack is a copy whose
  *               thread is gone, still holding the block: none leaked in either
+ *   exitholes   100 B whose only pointers are left in a frame just below main's,
+ *               which exit()'s own frames then overlay: 1 leaked, 100 B (main
+ *               returns; exitholes_exit: main calls exit())
  *   none        blocks all kept in globals: none leaked
  */
 #include <signal.h>
@@ -148,6 +151,16 @@ static void *return_block(void *arg) {
     return p;
 }
 
+/* Leaves 128 copies of a 100 B block's only pointer in its frame, right
+ * below main's: after it returns, exit() and its handlers run over that
+ * stack, and the copies they do not overwrite lie between their frames. */
+__attribute__((noipa)) void spray_below_main(void) {
+    void *volatile slots[128];
+    void *p = malloc(100);
+    memset(p, 8, 100);
+    for (int i = 0; i < 128; i++) slots[i] = p;
+}
+
 static void *hold_and_wait(void *arg) {
     (void)arg;
     void *volatile held = malloc(1337);
@@ -259,6 +272,12 @@ int main(int argc, char **argv) {
         while (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {}
         struct timespec d = { 0, 100000000 };   /* time to end */
         nanosleep(&d, NULL);
+    } else if (strcmp(mode, "exitholes") == 0) {
+        spray_below_main();
+        return 0;               /* no scrub: the holes are the point */
+    } else if (strcmp(mode, "exitholes_exit") == 0) {
+        spray_below_main();
+        exit(0);
     } else if (strcmp(mode, "forkthreads") == 0) {
         pthread_t t;
         pthread_create(&t, NULL, hold_and_wait, NULL);
