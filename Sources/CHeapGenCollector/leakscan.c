@@ -33,6 +33,7 @@ typedef struct scan_state {
     uint8_t *edged;             /* block i's out-edges are recorded (a former leader is read twice) */
     size_t src;                 /* source block of the words scanned, or (size_t)-1: a root */
     uint32_t region;            /* roots: graph region index of the words scanned */
+    int reg_base;               /* registers: the graph's number of the first word */
     int stack;                  /* roots: a stack, whose return addresses name the frames */
     uint64_t pc;                /* stack: code address of the frame being scanned */
     const uint64_t *code;       /* executable mappings as [start, end) pairs, ascending */
@@ -162,7 +163,7 @@ static void scan_words(scan_state *s, const uint64_t *words, size_t count, uint6
         size_t i = find_block(s, p);
         if (i == (size_t)-1) continue;
         if (s->g != NULL) {
-            if (base == UINT64_MAX) graph_ref(s, k, (int)k, p, i);
+            if (base == UINT64_MAX) graph_ref(s, s->reg_base + k, s->reg_base + (int)k, p, i);
             else graph_ref(s, base + 8 * k, -1, p, i);
         }
         if (s->leader != (size_t)-1) {
@@ -552,7 +553,10 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
         s.code_count = code_count;
         for (int t = 0; t < stopped; t++) {
             s.region = (uint32_t)(count + (size_t)t);     /* after the mappings */
+            s.reg_base = 0;
             scan_words(&s, threads[t].regs, HG_SCAN_REG_WORDS, UINT64_MAX);
+            s.reg_base = HG_SCAN_REG_WORDS;
+            scan_words(&s, threads[t].vregs, HG_SCAN_VREG_WORDS, UINT64_MAX);
         }
     }
     for (size_t k = 0; rc == 0 && k < count; k++) {

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
 #include <sys/ptrace.h>
+#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -32,6 +34,29 @@ static int seized(const hg_thread_state *threads, int n, pid_t tid)
 }
 
 #if defined(__x86_64__)
+/* Copies the vector registers a pointer may sit in while code moves it
+ * (memcpy and vectorized loops move 16 and 32 bytes at a time): xmm0-15, and
+ * ymm0-15's upper halves when the thread's AVX state is in use. From the
+ * XSAVE area in its standard layout (xmm at byte 160, XSTATE_BV at 512, the
+ * AVX upper halves at 576); a component whose XSTATE_BV bit is clear is in
+ * its initial state, all zeros. Without XSAVE, from the FXSAVE area. AVX-512's
+ * registers are not read. */
+static void read_vector_registers(hg_thread_state *t)
+{
+    uint64_t area[512];
+    struct iovec iov = { area, sizeof area };
+    memset(t->vregs, 0, sizeof t->vregs);
+    if (ptrace(PTRACE_GETREGSET, t->tid, (void *)NT_X86_XSTATE, &iov) == 0 && iov.iov_len >= 576) {
+        const uint64_t bv = area[512 / 8];
+        if (bv & 2) memcpy(t->vregs, (const char *)area + 160, 256);
+        if ((bv & 4) && iov.iov_len >= 576 + 256) memcpy(t->vregs + 32, (const char *)area + 576, 256);
+        return;
+    }
+    struct user_fpregs_struct fp;
+    if (ptrace(PTRACE_GETFPREGS, t->tid, NULL, &fp) == 0)
+        memcpy(t->vregs, fp.xmm_space, 256);
+}
+
 /* Copies the general-purpose registers of a stopped thread. */
 static int read_registers(hg_thread_state *t)
 {
@@ -45,6 +70,7 @@ static int read_registers(hg_thread_state *t)
     t->sp = (uint64_t)r.rsp;
     t->pc = (uint64_t)r.rip;
     t->tp = (uint64_t)r.fs_base;
+    read_vector_registers(t);
     return 0;
 }
 #endif

@@ -208,11 +208,17 @@ public enum RetentionNames {
         return s
     }
 
-    /// x86-64 register names in the record's numbering.
+    /// x86-64 register names in the record's numbering: the 16 general-purpose registers,
+    /// then xmm0-15 (two words each), then the upper halves of ymm0-15.
     public static func register(_ n: UInt8) -> String {
         let names = ["rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
                      "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15"]
-        return Int(n) < names.count ? names[Int(n)] : "register \(n)"
+        switch Int(n) {
+        case 0..<16: return names[Int(n)]
+        case 16..<48: return "xmm\((Int(n) - 16) / 2)"
+        case 48..<80: return "ymm\((Int(n) - 48) / 2)"
+        default: return "register \(n)"
+        }
     }
 
     /// `function, file:line` of a frame (short function name, file's base name).

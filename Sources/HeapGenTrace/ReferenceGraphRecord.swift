@@ -376,7 +376,7 @@ struct ReferenceGraphAssembly {
                 guard region < UInt64(regionCount), to < UInt64(blockCount) else {
                     throw c.corrupt("reference graph root edge names a region or block out of range", at: at)
                 }
-                guard register == 0xFF || register < 16 else { throw c.corrupt("root edge register \(register) out of range", at: at) }
+                guard register == 0xFF || register < 80 else { throw c.corrupt("root edge register \(register) out of range", at: at) }
                 record.rootEdges.append(G.RootEdge(region: UInt32(region), slot: slot, to: UInt32(to), pc: pc,
                                                    register: register == 0xFF ? nil : register))
                 previousSlot = slot

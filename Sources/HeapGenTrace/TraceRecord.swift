@@ -99,7 +99,7 @@ enum TraceFormat {
     static let magic: [UInt8] = [0x48, 0x47, 0x54, 0x52, 0x41, 0x43, 0x45, 0x00] // "HGTRACE\0"
     static let headerSize = 16
     static let majorVersion: UInt16 = 1
-    static let minorVersion: UInt16 = 6
+    static let minorVersion: UInt16 = 7
     static let chunkHeaderSize = 8
     static let maxChunkPayload = 16 * 1024 * 1024
     /// Writers flush once this many payload bytes are pending (before compression, so a

@@ -57,5 +57,9 @@ final class RetentionTextTests: XCTestCase {
         XCTAssertEqual(RetentionNames.global("static Demo.EventBus.shared : Demo.EventBus"), "static Demo.EventBus.shared")
         XCTAssertEqual(RetentionNames.global("g_clients"), "g_clients")
         XCTAssertEqual(RetentionNames.register(12), "r12")
+        XCTAssertEqual(RetentionNames.register(16), "xmm0")
+        XCTAssertEqual(RetentionNames.register(31), "xmm7")
+        XCTAssertEqual(RetentionNames.register(60), "ymm6")
+        XCTAssertEqual(RetentionNames.register(80), "register 80")
     }
 }

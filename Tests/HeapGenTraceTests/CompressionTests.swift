@@ -122,7 +122,7 @@ final class CompressionTests: XCTestCase {
             }
             XCTAssertEqual(end.freeNullCalls, 3)
             XCTAssertEqual(Array(records.dropFirst().dropLast()), expected, "level \(String(describing: level))")
-            XCTAssertEqual(bytes[10], 6, "minor version")
+            XCTAssertEqual(bytes[10], 7, "minor version")
             // Chunks with events are column chunks; without a level none of their streams is a zstd frame.
             let columns = chunks(bytes).compactMap { columnStreams(bytes, $0) }
             XCTAssertGreaterThan(columns.count, 1)

@@ -84,8 +84,8 @@ final class ReferenceGraphRecordTests: XCTestCase {
         bad.rootEdges[0].region = 4
         rejects(parts(bad).flatMap { $0 }, "out of range")
         bad = sampleGraph()
-        bad.rootEdges[2].register = 16
-        rejects(parts(bad).flatMap { $0 }, "register 16")
+        bad.rootEdges[2].register = 80      // 0…15 general-purpose, 16…79 vector (minor 7)
+        rejects(parts(bad).flatMap { $0 }, "register 80")
         bad = sampleGraph()
         bad.blocks[3] = bad.blocks[2]
         rejects(parts(bad).flatMap { $0 }, "do not ascend")

@@ -340,6 +340,7 @@ typedef struct hg_scan_result {
 /* The threads of a target, stopped with ptrace for a leak scan (leakscan_threads.c). */
 #define HG_SCAN_MAX_THREADS 4096
 #define HG_SCAN_REG_WORDS   16   /* general-purpose registers kept per thread */
+#define HG_SCAN_VREG_WORDS  64   /* vector registers: xmm0-15, then ymm0-15's upper halves */
 typedef struct hg_thread_state {
     pid_t tid;
     int32_t pending_signal;  /* signal that stopped it instead of our interrupt: re-sent at detach */
@@ -347,6 +348,8 @@ typedef struct hg_thread_state {
     uint64_t pc;             /* instruction pointer (the reference graph's innermost frame) */
     uint64_t tp;             /* thread pointer (fs base): glibc's thread descriptor */
     uint64_t regs[HG_SCAN_REG_WORDS];
+    /* Numbered after the general-purpose ones in the graph: 16 + word index. */
+    uint64_t vregs[HG_SCAN_VREG_WORDS];
 } hg_thread_state;
 
 /* Seizes and interrupts every thread of `pid` (PTRACE_SEIZE + PTRACE_INTERRUPT,

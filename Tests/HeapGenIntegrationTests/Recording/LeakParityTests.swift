@@ -83,6 +83,21 @@ final class LeakParityTests: XCTestCase {
         XCTAssertTrue(notes.contains("leak scan: 0 unreachable blocks (0 B) of 2 live at exit."), "\(notes)")
     }
 
+    /// Pointers held only in vector registers (as memcpy and vectorized loops hold them
+    /// while they move them): xmm7 of one spinning thread, ymm6's upper half of another
+    /// (with AVX). Roots, as LeakSanitizer has them; valgrind calls both lost.
+    func testAPointerInAVectorRegisterIsAReference() throws {
+        let exe = try Fixture.build("leakparity.c")
+        XCTAssertStatus(try runProcess(exe, ["vector"]), 0, "the fixture fails without heapgen")
+        let (result, report, leaked) = try heapgen(exe, ["vector"])
+        XCTAssertStatus(result, 0)
+        XCTAssertEqual(total(leaked), Verdict(blocks: 0, bytes: 0), result.transcript)
+        let notes = report["notes"] as? [String] ?? []
+        XCTAssertTrue(notes.contains { $0.hasPrefix("leak scan: 0 unreachable blocks (0 B) of ") }, "\(notes)")
+        XCTAssertGreaterThan(try valgrind(exe, ["vector"]).lost.blocks, 0,
+                             "valgrind's verdict differs here: if it changed, so may this test")
+    }
+
     func testThreadLocalVariablesAreRoots() throws {
         try check(["tls"], expected: Verdict(blocks: 0, bytes: 0))
     }

@@ -6,6 +6,9 @@
  *   deadframe   48 B whose only pointer is left in a returned frame (16 KiB below
  *               main, never overwritten): 1 leaked, 48 B
  *   register    72 B held only in a register of a spinning thread: none leaked
+ *   vector      64 B held only in xmm7 of a spinning thread, and 80 B only in
+ *               ymm6's upper half of another (when the CPU has AVX): none
+ *               leaked (LeakSanitizer reads them too; valgrind: lost)
  *   tls         56 B held only in a __thread variable (main and a blocked thread): none
  *   interior    128 B held only by a pointer to its middle: none (valgrind: possibly lost)
  *   size N      one block of N bytes, the last carved from the top chunk: 1 leaked, N B
@@ -87,6 +90,39 @@ static void *register_holder(void *arg) {
     return NULL;
 }
 
+/* No general-purpose register keeps a copy (malloc returned it in rax). */
+#define CLEAR_CALLER_SAVED() \
+    __asm__ volatile("xor %%eax, %%eax\n\txor %%ecx, %%ecx\n\txor %%edx, %%edx\n\t"          \
+                     "xor %%esi, %%esi\n\txor %%edi, %%edi\n\txor %%r8d, %%r8d\n\t"          \
+                     "xor %%r9d, %%r9d\n\txor %%r10d, %%r10d\n\txor %%r11d, %%r11d"          \
+                     : : : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11")
+
+static volatile int vector_ready;
+
+/* Holds a 64 B block in xmm7 only, forever. */
+static void *xmm_holder(void *arg) {
+    (void)arg;
+    register void *held __asm__("r12") = malloc(64);
+    __asm__ volatile("movq %%r12, %%xmm7\n\txor %%r12d, %%r12d" : "+r"(held) : : "xmm7");
+    CLEAR_CALLER_SAVED();
+    __atomic_fetch_add(&vector_ready, 1, __ATOMIC_RELEASE);
+    for (;;) __asm__ volatile("pause");
+    return NULL;
+}
+
+/* Holds an 80 B block in the upper half of ymm6 only, forever. */
+static void *ymm_holder(void *arg) {
+    (void)arg;
+    register void *held __asm__("r12") = malloc(80);
+    __asm__ volatile("vmovq %%r12, %%xmm0\n\tvinsertf128 $1, %%xmm0, %%ymm6, %%ymm6\n\t"
+                     "vpxor %%xmm0, %%xmm0, %%xmm0\n\txor %%r12d, %%r12d"
+                     : "+r"(held) : : "xmm0", "xmm6");
+    CLEAR_CALLER_SAVED();
+    __atomic_fetch_add(&vector_ready, 1, __ATOMIC_RELEASE);
+    for (;;) __asm__ volatile("pause");
+    return NULL;
+}
+
 static void *tls_holder(void *arg) {
     (void)arg;
     tls_thread = malloc(56);
@@ -159,6 +195,7 @@ __attribute__((noipa)) void spray_below_main(void) {
     void *p = malloc(100);
     memset(p, 8, 100);
     for (int i = 0; i < 128; i++) slots[i] = p;
+    (void)slots[0];
 }
 
 static void *hold_and_wait(void *arg) {
@@ -196,6 +233,17 @@ int main(int argc, char **argv) {
         pthread_t t;
         pthread_create(&t, NULL, register_holder, NULL);
         while (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {}
+        scrub();
+        exit(0);
+    } else if (strcmp(mode, "vector") == 0) {
+        pthread_t a, b;
+        int want = 1;
+        pthread_create(&a, NULL, xmm_holder, NULL);
+        if (__builtin_cpu_supports("avx")) {
+            pthread_create(&b, NULL, ymm_holder, NULL);
+            want = 2;
+        }
+        while (__atomic_load_n(&vector_ready, __ATOMIC_ACQUIRE) < want) {}
         scrub();
         exit(0);
     } else if (strcmp(mode, "tls") == 0) {
