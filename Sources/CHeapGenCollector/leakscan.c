@@ -507,7 +507,8 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
             if (t == stopped && (stopped > 0 || sp == 0)) break;
             /* The thread running exit()'s handlers (its SP a little below
              * live_from, on the same stack): exit's frames are not live. */
-            if (live_from > sp && live_from - sp < 65536 && region_of(regions, count, live_from) == region_of(regions, count, sp))
+            if (live_from > sp && live_from - sp < 65536
+                && region_of(regions, count, live_from) == region_of(regions, count, sp))
                 sp = live_from;
             long k = region_of(regions, count, sp);
             if (k >= 0 && regions[k].kind != HG_ROOT_STACK) {

@@ -366,8 +366,9 @@ void hg_threads_resume(const hg_thread_state *threads, int n);
  * overlaps no live block, except the heapgen memfd mappings; in a mapping that
  * holds a thread's stack pointer only [SP, end) (what lies below is dead
  * frames); in the stack of a thread that is gone (glibc keeps it cached, or
- * until the join) only its thread descriptor; every thread's registers. The threads are stopped with ptrace for
- * the registers and SPs (hg_threads_stop); if that is not permitted
+ * until the join) only its thread descriptor; every thread's general-purpose
+ * and vector registers. The threads are stopped with ptrace for the
+ * registers and SPs (hg_threads_stop); if that is not permitted
  * (result->ptrace_error), whole stacks are roots except the requester's:
  * `requester_sp` (0: unknown) bounds the mapping that holds it. In libc's own
  * writable data (the allocator's state: main_arena.top, bins) only a block's
