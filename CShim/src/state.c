@@ -466,10 +466,8 @@ static void hg_leak_scan_at_exit(void *from_exit_call)
     memset(request, 0, sizeof request);
     memset(response, 0, sizeof response);
     memcpy(request, head, sizeof head - 1);
-    uintptr_t sp = (uintptr_t)request;
     size_t at = sizeof head - 1;
-    for (int shift = 60; shift >= 0; shift -= 4)
-        request[at++] = "0123456789abcdef"[(sp >> shift) & 15];
+    at += put_hex(request + at, (uintptr_t)request);
     /* (Finding the program's suppressions opens its executable: not in a sandbox.) */
     uintptr_t text = cfg_leak_scan && !hg_sandboxed() ? (uintptr_t)hg_lsan_default_suppressions() : 0;
     /* From exit()'s handlers (not from _exit): exit's frames are no roots. */
@@ -477,14 +475,12 @@ static void hg_leak_scan_at_exit(void *from_exit_call)
     if (live_from != 0) {
         memcpy(request + at, live, sizeof live - 1);
         at += sizeof live - 1;
-        for (int shift = 60; shift >= 0; shift -= 4)
-            request[at++] = "0123456789abcdef"[(live_from >> shift) & 15];
+        at += put_hex(request + at, live_from);
     }
     if (text != 0) {
         memcpy(request + at, lsan, sizeof lsan - 1);
         at += sizeof lsan - 1;
-        for (int shift = 60; shift >= 0; shift -= 4)
-            request[at++] = "0123456789abcdef"[(text >> shift) & 15];
+        at += put_hex(request + at, text);
     }
     if (!cfg_leak_scan) {
         memcpy(request + at, nojudge, sizeof nojudge - 1);
