@@ -280,9 +280,7 @@ static uint64_t find_thread_descriptor(scan_state *s, uint64_t start, uint64_t e
 {
     const uint64_t len = end - start < 16384 ? end - start : 16384;
     const uint64_t base = end - len;
-    struct iovec local = { s->buf, (size_t)len };
-    struct iovec remote = { (void *)(uintptr_t)base, (size_t)len };
-    if (len < 24 || process_vm_readv(s->pid, &local, 1, &remote, 1, 0) != (ssize_t)len)
+    if (len < 24 || hg_read_remote(s->pid, base, s->buf, (size_t)len) != 0)
         return 0;
     const uint64_t *w = (const uint64_t *)(const void *)s->buf;
     uint64_t found = 0;
@@ -505,12 +503,11 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
         for (int t = 0; t <= stopped; t++) {
             uint64_t sp = t < stopped ? threads[t].sp : requester_sp;
             if (t == stopped && (stopped > 0 || sp == 0)) break;
-            /* The thread running exit()'s handlers (its SP a little below
-             * live_from, on the same stack): exit's frames are not live. */
-            if (live_from > sp && live_from - sp < 65536
-                && region_of(regions, count, live_from) == region_of(regions, count, sp))
-                sp = live_from;
             long k = region_of(regions, count, sp);
+            /* The thread running exit()'s handlers (its SP a little below
+             * live_from, in the same mapping): exit's frames are not live. */
+            if (k >= 0 && live_from > sp && live_from - sp < 65536 && live_from < regions[k].end)
+                sp = live_from;
             if (k >= 0 && regions[k].kind != HG_ROOT_STACK) {
                 regions[k].kind = HG_ROOT_STACK;    /* e.g. a thread stack mmap'd right after a module */
                 free(regions[k].path);
@@ -648,6 +645,14 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
     }
     result->elapsed_ns = hg_clock_ns() - t0;
     return rc == 0 && result->error == 0 && result->aborted == 0 ? 0 : -1;
+}
+
+int hg_read_remote(pid_t pid, uint64_t at, void *out, size_t len)
+{
+    if (at == 0 || at + len < at) return -1;
+    struct iovec local = { out, len };
+    struct iovec remote = { (void *)(uintptr_t)at, len };
+    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
 }
 
 ssize_t hg_read_remote_string(pid_t pid, uint64_t address, char *buf, size_t capacity)

@@ -19,19 +19,10 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #define MAX_DEPTH       64      /* superclass chain */
 #define MAX_FIELDS      4096
 #define MAX_NAME        256
-
-static int read_remote(pid_t pid, uint64_t at, void *out, size_t len)
-{
-    if (at == 0 || at + len < at) return -1;
-    struct iovec local = { out, len };
-    struct iovec remote = { (void *)(uintptr_t)at, len };
-    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
-}
 
 static uint64_t relative(uint64_t field, int32_t offset)
 {
@@ -54,7 +45,7 @@ static int class_level(pid_t pid, uint64_t metadata, uint32_t instance_size, uin
                        hg_swift_field *out, int room, char *names, size_t names_cap, size_t *names_used)
 {
     uint32_t d[11];
-    if (read_remote(pid, description, d, sizeof d) != 0) return -1;
+    if (hg_read_remote(pid, description, d, sizeof d) != 0) return -1;
     if ((d[0] & 0x1f) != 16) return -1;                 /* not a class descriptor */
     if ((d[0] >> 16) & (1u << 13)) return 0;            /* resilient superclass: offsets elsewhere */
     uint32_t count = d[9], vector = d[10];
@@ -62,16 +53,16 @@ static int class_level(pid_t pid, uint64_t metadata, uint32_t instance_size, uin
     if (count > MAX_FIELDS || vector == 0 || vector > (1u << 16)) return -1;
     uint64_t fd = relative(description + 16, (int32_t)d[4]);
     uint32_t fh[4];
-    if (read_remote(pid, fd, fh, sizeof fh) != 0) return -1;
+    if (hg_read_remote(pid, fd, fh, sizeof fh) != 0) return -1;
     uint16_t record_size = (uint16_t)(fh[2] >> 16);
     if (record_size != 12 || fh[3] != count) return -1;
     if ((int)count > room) return -1;
     uint64_t offsets[MAX_FIELDS];
-    if (read_remote(pid, metadata + 8ull * vector, offsets, count * sizeof offsets[0]) != 0) return -1;
+    if (hg_read_remote(pid, metadata + 8ull * vector, offsets, count * sizeof offsets[0]) != 0) return -1;
     for (uint32_t i = 0; i < count; i++) {
         uint32_t rec[3];
         uint64_t at = fd + 16 + 12ull * i;
-        if (read_remote(pid, at, rec, sizeof rec) != 0) return -1;
+        if (hg_read_remote(pid, at, rec, sizeof rec) != 0) return -1;
         uint64_t name_at = relative(at + 8, (int32_t)rec[2]);
         char name[MAX_NAME];
         ssize_t n = hg_read_remote_string(pid, name_at, name, sizeof name);
@@ -92,7 +83,7 @@ int hg_swift_class_fields(pid_t pid, uint64_t metadata, hg_swift_field *fields, 
     size_t names_used = 0;
     for (int depth = 0; metadata != 0 && depth < MAX_DEPTH; depth++) {
         uint64_t m[6];
-        if (read_remote(pid, metadata, m, sizeof m) != 0) return depth == 0 ? -1 : total;
+        if (hg_read_remote(pid, metadata, m, sizeof m) != 0) return depth == 0 ? -1 : total;
         uint32_t instance_size = (uint32_t)m[3];
         uint64_t description = m[5];
         if (instance_size == 0 || instance_size > (1u << 30) || description == 0)

@@ -470,6 +470,9 @@ typedef struct hg_swift_field {
 int hg_swift_class_fields(pid_t pid, uint64_t metadata, hg_swift_field *fields, int capacity,
                           char *names, size_t names_cap);
 
+/* Reads len bytes at `at` in process `pid` into out: 0, or -1 if not all of
+ * them could be read (or `at` is 0, or the range wraps). */
+int hg_read_remote(pid_t pid, uint64_t at, void *out, size_t len);
 /* Reads the NUL-terminated string at `address` in process `pid` into buf
  * (capacity bytes, terminator included). Returns its length, or -1 if it
  * cannot be read or has no terminator within capacity. */
