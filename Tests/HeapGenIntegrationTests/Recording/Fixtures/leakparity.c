@@ -59,6 +59,13 @@ __thread void *volatile tls_main;     /* extern and volatile: the stores stay */
 __thread void *volatile tls_thread;
 static volatile int ready;
 
+/* No general-purpose register keeps a copy (malloc returned it in rax). */
+#define CLEAR_CALLER_SAVED() \
+    __asm__ volatile("xor %%eax, %%eax\n\txor %%ecx, %%ecx\n\txor %%edx, %%edx\n\t"          \
+                     "xor %%esi, %%esi\n\txor %%edi, %%edi\n\txor %%r8d, %%r8d\n\t"          \
+                     "xor %%r9d, %%r9d\n\txor %%r10d, %%r10d\n\txor %%r11d, %%r11d"          \
+                     : : : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11")
+
 /* Leaves its block's only pointer in its own frame, then returns. */
 __attribute__((noipa)) void leave_in_frame(void) {
     void *volatile local = malloc(48);
@@ -81,42 +88,23 @@ static void *register_holder(void *arg) {
     register void *held __asm__("r12") = malloc(72);
     __asm__ volatile("" : "+r"(held));
     __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
-    /* No other register keeps a copy (malloc returned it in rax). */
-    __asm__ volatile("xor %%eax, %%eax\n\txor %%ecx, %%ecx\n\txor %%edx, %%edx\n\t"
-                     "xor %%esi, %%esi\n\txor %%edi, %%edi\n\txor %%r8d, %%r8d\n\t"
-                     "xor %%r9d, %%r9d\n\txor %%r10d, %%r10d\n\txor %%r11d, %%r11d"
-                     : : : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11");
+    CLEAR_CALLER_SAVED();
     for (;;) __asm__ volatile("pause" : : "r"(held));
     return NULL;
 }
 
-/* No general-purpose register keeps a copy (malloc returned it in rax). */
-#define CLEAR_CALLER_SAVED() \
-    __asm__ volatile("xor %%eax, %%eax\n\txor %%ecx, %%ecx\n\txor %%edx, %%edx\n\t"          \
-                     "xor %%esi, %%esi\n\txor %%edi, %%edi\n\txor %%r8d, %%r8d\n\t"          \
-                     "xor %%r9d, %%r9d\n\txor %%r10d, %%r10d\n\txor %%r11d, %%r11d"          \
-                     : : : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11")
-
 static volatile int vector_ready;
 
-/* Holds a 64 B block in xmm7 only, forever. */
-static void *xmm_holder(void *arg) {
-    (void)arg;
-    register void *held __asm__("r12") = malloc(64);
-    __asm__ volatile("movq %%r12, %%xmm7\n\txor %%r12d, %%r12d" : "+r"(held) : : "xmm7");
-    CLEAR_CALLER_SAVED();
-    __atomic_fetch_add(&vector_ready, 1, __ATOMIC_RELEASE);
-    for (;;) __asm__ volatile("pause");
-    return NULL;
-}
-
-/* Holds an 80 B block in the upper half of ymm6 only, forever. */
-static void *ymm_holder(void *arg) {
-    (void)arg;
-    register void *held __asm__("r12") = malloc(80);
-    __asm__ volatile("vmovq %%r12, %%xmm0\n\tvinsertf128 $1, %%xmm0, %%ymm6, %%ymm6\n\t"
-                     "vpxor %%xmm0, %%xmm0, %%xmm0\n\txor %%r12d, %%r12d"
-                     : "+r"(held) : : "xmm0", "xmm6");
+/* Holds a block in a vector register only, forever: 64 B in xmm7, or with
+ * `upper` (non-NULL) 80 B in the upper half of ymm6. */
+static void *vector_holder(void *upper) {
+    register void *held __asm__("r12") = malloc(upper ? 80 : 64);
+    if (upper)
+        __asm__ volatile("vmovq %%r12, %%xmm0\n\tvinsertf128 $1, %%xmm0, %%ymm6, %%ymm6\n\t"
+                         "vpxor %%xmm0, %%xmm0, %%xmm0\n\txor %%r12d, %%r12d"
+                         : "+r"(held) : : "xmm0", "xmm6");
+    else
+        __asm__ volatile("movq %%r12, %%xmm7\n\txor %%r12d, %%r12d" : "+r"(held) : : "xmm7");
     CLEAR_CALLER_SAVED();
     __atomic_fetch_add(&vector_ready, 1, __ATOMIC_RELEASE);
     for (;;) __asm__ volatile("pause");
@@ -238,9 +226,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(mode, "vector") == 0) {
         pthread_t a, b;
         int want = 1;
-        pthread_create(&a, NULL, xmm_holder, NULL);
+        pthread_create(&a, NULL, vector_holder, NULL);
         if (__builtin_cpu_supports("avx")) {
-            pthread_create(&b, NULL, ymm_holder, NULL);
+            pthread_create(&b, NULL, vector_holder, (void *)1);
             want = 2;
         }
         while (__atomic_load_n(&vector_ready, __ATOMIC_ACQUIRE) < want) {}
