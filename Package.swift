@@ -53,10 +53,12 @@ let package = Package(
         ),
         // The trace file: records, writer, reader, validation, the live-heap model.
         // (HeapGenUnits: the one wording of incomplete stacks.)
-        // (CZstd: compressed chunks.)
-        .target(name: "HeapGenTrace", dependencies: ["HeapGenUnits", "CZstd"]),
+        // (CZstd: compressed chunks. CPrefetch: the writer's hot loop.)
+        .target(name: "HeapGenTrace", dependencies: ["HeapGenUnits", "CZstd", "CPrefetch"]),
         // zstd (libzstd-dev), for the trace's compressed chunks.
         .systemLibrary(name: "CZstd", path: "Sources/CZstd"),
+        // One header: a cache prefetch, which Swift cannot spell.
+        .systemLibrary(name: "CPrefetch", path: "Sources/CPrefetch"),
         // Units for people: counts, bytes and durations printed, sizes and durations parsed;
         // and the one XML/HTML escaper (HTML pages, JUnit). Depends on nothing, so every
         // module that prints, parses or writes markup can use it.

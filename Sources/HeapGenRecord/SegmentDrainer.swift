@@ -116,6 +116,8 @@ final class SegmentDrainer {
         var tracker = Self.separateTracker(seg, heap)
         let epochs = seg.epochs
         for i in 0..<count {
+            // The writer's look-up of the record 8 on, started now (TraceWriter.prefetch).
+            if i &+ 8 < count { w.prefetch(slots[i &+ 8].addr) }
             let s = slots[i]
             let kind = UInt32(truncatingIfNeeded: s.size_kind >> UInt64(HG_KIND_SHIFT))
             switch kind {
