@@ -403,15 +403,25 @@ void hg_init_slow(void)
     hg_guard_leave();
 }
 
-/* No crtbegin here (-nostartfiles), so no __dso_handle for atexit(): register directly. */
+/* No crtbegin here (-nostartfiles), so no __dso_handle for atexit() and
+ * at_quick_exit(): register directly. */
 extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+extern int __cxa_at_quick_exit(void (*fn)(void), void *dso);
 
-/* libc's exit(), found at start-up (find_exit_functions). */
-static uintptr_t libc_exit;
+/* libc's exit() and quick_exit(), found at start-up (find_exit_functions). */
+static uintptr_t libc_exit, libc_quick_exit;
 
-/* Where the live part of this thread's stack begins while exit() runs its
- * handlers: just above the slot holding the return address into exit()
- * (pushed by its call of the handler loop), found by looking up from `from`,
+/* Whether `w` is the return address of the call of the handler loop in
+ * exit() or quick_exit(): a few bytes into either. */
+static int returns_into_exit(uintptr_t w)
+{
+    return (libc_exit != 0 && w > libc_exit && w < libc_exit + 64) ||
+           (libc_quick_exit != 0 && w > libc_quick_exit && w < libc_quick_exit + 64);
+}
+
+/* Where the live part of this thread's stack begins while exit() (or
+ * quick_exit()) runs its handlers: just above the slot holding the return
+ * address into it (pushed by its call of the handler loop), found by looking up from `from`,
  * the handler's frame, at most 1 KiB (the loop's and exit's frames are a few
  * hundred bytes; the caller's frames, and a thread's TLS and descriptor, lie
  * above them, so the reads stay in the stack). Below it are exit's own
@@ -420,11 +430,10 @@ static uintptr_t libc_exit;
  * main called before it returned). 0 if not found. */
 static uintptr_t exit_frame_top(uintptr_t from)
 {
-    if (libc_exit == 0)
+    if (libc_exit == 0 && libc_quick_exit == 0)
         return 0;
     for (uintptr_t at = (from + 7) & ~(uintptr_t)7; at < from + 1024; at += 8) {
-        const uintptr_t w = *(const uintptr_t *)at;
-        if (w > libc_exit && w < libc_exit + 64)
+        if (returns_into_exit(*(const uintptr_t *)at))
             return at + 8;
     }
     return 0;
@@ -470,7 +479,7 @@ static void hg_leak_scan_at_exit(void *from_exit_call)
     at += put_hex(request + at, (uintptr_t)request);
     /* (Finding the program's suppressions opens its executable: not in a sandbox.) */
     uintptr_t text = cfg_leak_scan && !hg_sandboxed() ? (uintptr_t)hg_lsan_default_suppressions() : 0;
-    /* From exit()'s handlers (not from _exit): exit's frames are no roots. */
+    /* From exit()'s or quick_exit()'s handlers (not from _exit): their frames are no roots. */
     const uintptr_t live_from = from_exit_call ? 0 : exit_frame_top((uintptr_t)__builtin_frame_address(0));
     if (live_from != 0) {
         memcpy(request + at, live, sizeof live - 1);
@@ -494,6 +503,8 @@ static void hg_leak_scan_at_exit(void *from_exit_call)
     else
         (void)heapgen_control(request, response, sizeof response);
 }
+
+static void scan_at_quick_exit(void) { hg_leak_scan_at_exit(NULL); }
 
 int hg_retention_at(const char *label, size_t len)
 {
@@ -568,6 +579,7 @@ static void find_exit_functions(void)
     real_exit_now = (exit_fn)dlsym(RTLD_NEXT, "_exit");
     real_exit_upper = (exit_fn)dlsym(RTLD_NEXT, "_Exit");
     libc_exit = (uintptr_t)dlsym(RTLD_NEXT, "exit");
+    libc_quick_exit = (uintptr_t)dlsym(RTLD_NEXT, "quick_exit");
     hg_guard_leave();
 }
 
@@ -592,7 +604,10 @@ __attribute__((constructor(101))) static void hg_constructor(void)
     find_exit_functions();
     hg_exec_init();
     /* Registered before the program's constructors run: among the atexit
-     * handlers, this one runs last. */
-    if (g_hg_phase == 2 && (cfg_leak_scan || cfg_retention))
+     * handlers, this one runs last; and so among the at_quick_exit ones
+     * (quick_exit() runs only those, then _exit inside libc, not ours). */
+    if (g_hg_phase == 2 && (cfg_leak_scan || cfg_retention)) {
         __cxa_atexit(hg_leak_scan_at_exit, NULL, NULL);
+        __cxa_at_quick_exit(scan_at_quick_exit, NULL);
+    }
 }

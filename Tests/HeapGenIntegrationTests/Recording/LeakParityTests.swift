@@ -160,6 +160,13 @@ final class LeakParityTests: XCTestCase {
         try check(["exitholes_exit"], expected: Verdict(blocks: 1, bytes: 100))
     }
 
+    /// quick_exit() runs the at_quick_exit handlers and then _exit inside libc: no atexit
+    /// handler and no call of our _exit. The scan runs among those handlers (before, no
+    /// scan ran at all: "no verdict on its leaks"), with quick_exit's frames no roots.
+    func testQuickExitIsScannedLikeExit() throws {
+        try check(["exitholes_quick"], expected: Verdict(blocks: 1, bytes: 100))
+    }
+
     /// glibc keeps the stacks of ended threads for the next ones: the frames left there
     /// are as dead as those below a live thread's stack pointer (4 of the 8 were missed
     /// when the whole cached stack was a root).

@@ -40,7 +40,8 @@
  *               thread is gone, still holding the block: none leaked in either
  *   exitholes   100 B whose only pointers are left in a frame just below main's,
  *               which exit()'s own frames then overlay: 1 leaked, 100 B (main
- *               returns; exitholes_exit: main calls exit())
+ *               returns; exitholes_exit: main calls exit(); exitholes_quick: main
+ *               calls quick_exit(), which runs only at_quick_exit handlers)
  *   none        blocks all kept in globals: none leaked
  */
 #include <signal.h>
@@ -314,6 +315,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(mode, "exitholes_exit") == 0) {
         spray_below_main();
         exit(0);
+    } else if (strcmp(mode, "exitholes_quick") == 0) {
+        spray_below_main();
+        quick_exit(0);
     } else if (strcmp(mode, "forkthreads") == 0) {
         pthread_t t;
         pthread_create(&t, NULL, hold_and_wait, NULL);
