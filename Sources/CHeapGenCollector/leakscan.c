@@ -399,16 +399,28 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
         stopped = 0;
     }
     result->threads_stopped = (uint32_t)stopped;
+    /* The threads still running, and one of them to read the memory through:
+     * a leader that left with pthread_exit() has none of its own any more. */
+    const int leader_ended = hg_task_ended(pid, NULL);
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
     DIR *dir = opendir(path);
     if (dir != NULL) {
         struct dirent *d;
-        while ((d = readdir(dir)) != NULL)
-            if (d->d_name[0] != '.') result->threads++;
+        while ((d = readdir(dir)) != NULL) {
+            const pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
+            if (tid <= 0 || (leader_ended && hg_task_ended(tid, NULL))) continue;
+            result->threads++;
+            if (s.pid == pid && leader_ended) s.pid = tid;
+        }
         closedir(dir);
     }
-    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    /* The leader's stack holds only dead frames below the process's initial
+     * stack pointer; above it are argv, the environment and the auxiliary
+     * vector, which stay roots. */
+    uint64_t dead_leader_stack = 0;
+    if (leader_ended && s.pid != pid) (void)hg_task_ended(s.pid, &dead_leader_stack);
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)s.pid);
     FILE *maps = fopen(path, "re");
     if (maps == NULL) {
         result->error = errno;
@@ -519,6 +531,9 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
                 regions[k].pc = t < stopped ? threads[t].pc : 0;
             }
         }
+        long leader_stack = dead_leader_stack != 0 ? region_of(regions, count, dead_leader_stack) : -1;
+        if (leader_stack >= 0 && regions[leader_stack].low_sp == UINT64_MAX)
+            regions[leader_stack].low_sp = dead_leader_stack;
         for (size_t k = 0; k < count; k++) {
             uint64_t live = regions[k].low_sp & ~7ull;
             if (regions[k].low_sp != UINT64_MAX && live > regions[k].start) {

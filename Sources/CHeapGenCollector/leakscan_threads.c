@@ -75,14 +75,43 @@ static int read_registers(hg_thread_state *t)
 }
 #endif
 
+int hg_task_ended(pid_t tid, uint64_t *start_stack)
+{
+    if (start_stack) *start_stack = 0;
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)tid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL) return errno == ENOENT || errno == ESRCH;
+    const size_t got = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[got] = 0;
+    /* "pid (comm) S ...": the name may hold anything, the last ')' ends it. */
+    const char *p = strrchr(text, ')');
+    if (p == NULL || p[1] != ' ') return 0;
+    p += 2;
+    const int ended = *p == 'Z' || *p == 'X';
+    /* Field 28, startstack: the 26th after the state. */
+    for (int field = 3; field < 28 && *p; field++) {
+        p = strchr(p, ' ');
+        if (p == NULL) return ended;
+        p++;
+    }
+    if (start_stack) *start_stack = strtoull(p, NULL, 10);
+    return ended;
+}
+
 /* Seizes and interrupts `tid`, waits for its stop. 1 stopped, 0 gone, -errno. */
 static int stop_one(hg_thread_state *t, pid_t tid)
 {
 #if defined(__x86_64__)
     memset(t, 0, sizeof *t);
     t->tid = tid;
-    if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0)
-        return errno == ESRCH ? 0 : -errno;
+    if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0) {
+        const int e = errno;
+        /* A leader that called pthread_exit() cannot be seized: it is gone. */
+        if (e == EPERM && hg_task_ended(tid, NULL)) return 0;
+        return e == ESRCH ? 0 : -e;
+    }
     if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0) {
         int e = errno;
         (void)ptrace(PTRACE_DETACH, tid, NULL, NULL);

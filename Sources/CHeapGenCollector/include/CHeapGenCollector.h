@@ -359,13 +359,22 @@ typedef struct hg_thread_state {
 int hg_threads_stop(pid_t pid, hg_thread_state *threads, int capacity);
 /* Detaches the n threads hg_threads_stop stopped (they run on). */
 void hg_threads_resume(const hg_thread_state *threads, int n);
+/* Whether task `tid` has ended but is not reaped (zombie, or dead): a thread
+ * group leader that left with pthread_exit() stays so while other threads
+ * run. Such a task has no memory of its own any more (/proc/TID/maps is
+ * empty, process_vm_readv fails with ESRCH) and cannot be seized (EPERM).
+ * *start_stack (may be NULL): the process's initial stack pointer, from any
+ * task that still has the memory (0 otherwise). */
+int hg_task_ended(pid_t tid, uint64_t *start_stack);
 
 /* Conservative reachability scan of process `pid` (LeakSanitizer-style), which
  * must be stopped or blocked. `addrs` (ascending, non-overlapping) and `sizes`
  * are its n live heap blocks. Roots: every rw mapping of /proc/PID/maps that
  * overlaps no live block, except the heapgen memfd mappings; in a mapping that
  * holds a thread's stack pointer only [SP, end) (what lies below is dead
- * frames); in the stack of a thread that is gone (glibc keeps it cached, or
+ * frames); in the stack of a main thread that left with pthread_exit() only
+ * what lies above the initial stack pointer (argv, environment, auxv; its
+ * memory is read through a live thread); in the stack of a thread that is gone (glibc keeps it cached, or
  * until the join) only its thread descriptor; every thread's general-purpose
  * and vector registers. The threads are stopped with ptrace for the
  * registers and SPs (hg_threads_stop); if that is not permitted

@@ -167,6 +167,14 @@ final class LeakParityTests: XCTestCase {
         try check(["exitholes_quick"], expected: Verdict(blocks: 1, bytes: 100))
     }
 
+    /// main leaves with pthread_exit() and the last thread's exit() asks for the scan. The
+    /// leader is then a zombie: it cannot be seized, and it has no memory of its own to read
+    /// (the scan ended with "ended during its scan" and no verdict); the memory is read
+    /// through a live thread, and the leader's stack is dead below argv.
+    func testAProcessWhoseMainThreadLeftWithPthreadExit() throws {
+        try check(["leaderexit"], expected: Verdict(blocks: 1, bytes: 48))
+    }
+
     /// glibc keeps the stacks of ended threads for the next ones: the frames left there
     /// are as dead as those below a live thread's stack pointer (4 of the 8 were missed
     /// when the whole cached stack was a root).

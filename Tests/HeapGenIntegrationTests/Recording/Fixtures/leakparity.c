@@ -42,6 +42,10 @@
  *               which exit()'s own frames then overlay: 1 leaked, 100 B (main
  *               returns; exitholes_exit: main calls exit(); exitholes_quick: main
  *               calls quick_exit(), which runs only at_quick_exit handlers)
+ *   leaderexit  like deadframe, but main leaves with pthread_exit() and a thread
+ *               it started ends the process (exit() in that thread): the leader
+ *               is a zombie whose memory is read through the live thread, and
+ *               its stack is dead below argv: 1 leaked, 48 B
  *   none        blocks all kept in globals: none leaked
  */
 #include <signal.h>
@@ -196,6 +200,19 @@ static void *hold_and_wait(void *arg) {
     return held;
 }
 
+static void *end_process_later(void *arg) {
+    (void)arg;
+    /* A new thread can start with the pointer in xmm7 (natively too: seen
+     * with glibc 2.36), where the scan would find it, as LeakSanitizer's. */
+    __asm__ volatile("pxor %%xmm0, %%xmm0\n\tpxor %%xmm1, %%xmm1\n\tpxor %%xmm2, %%xmm2\n\t"
+                     "pxor %%xmm3, %%xmm3\n\tpxor %%xmm4, %%xmm4\n\tpxor %%xmm5, %%xmm5\n\t"
+                     "pxor %%xmm6, %%xmm6\n\tpxor %%xmm7, %%xmm7"
+                     : : : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7");
+    struct timespec d = { 0, 50000000 };    /* main is gone by then */
+    nanosleep(&d, NULL);
+    return NULL;                            /* the last thread: glibc calls exit(0) */
+}
+
 static void wait_on_altstack(int sig) {
     (void)sig;
     __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
@@ -318,6 +335,12 @@ int main(int argc, char **argv) {
     } else if (strcmp(mode, "exitholes_quick") == 0) {
         spray_below_main();
         quick_exit(0);
+    } else if (strcmp(mode, "leaderexit") == 0) {
+        deep_frame();
+        CLEAR_CALLER_SAVED();
+        pthread_t t;
+        pthread_create(&t, NULL, end_process_later, NULL);
+        pthread_exit(NULL);
     } else if (strcmp(mode, "forkthreads") == 0) {
         pthread_t t;
         pthread_create(&t, NULL, hold_and_wait, NULL);
