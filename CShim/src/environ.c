@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "shim.h"
 
 extern char **environ;
@@ -56,18 +57,28 @@ void hg_env_configure(void)
         user_preload = NULL;
 }
 
+/* The path the loader loaded this library by (what the collector put in
+ * LD_PRELOAD), or NULL. Found at start-up (hg_exec_init), not in a vfork child. */
+static const char *self_path(void)
+{
+    static const char *self;
+    if (self == NULL) {
+        Dl_info info;
+        if (dladdr((void *)self_path, &info) == 0 || info.dli_fname == NULL)
+            return NULL;
+        self = info.dli_fname;
+    }
+    return self;
+}
+
 /* Whether `envp` still hands heapgen to the program it is for: our socket's
  * variable, and an LD_PRELOAD that names this library (the path the loader
  * loaded it by, which is what the collector put there). */
 int hg_env_carries_us(char *const *envp)
 {
-    static const char *self;
-    if (self == NULL) {
-        Dl_info info;
-        if (dladdr((void *)hg_env_carries_us, &info) == 0 || info.dli_fname == NULL)
-            return 1;       /* cannot tell: say nothing */
-        self = info.dli_fname;
-    }
+    const char *self = self_path();
+    if (self == NULL)
+        return 1;           /* cannot tell: say nothing */
     int sock = 0, preload = 0;
     for (char *const *e = envp; e && *e; e++) {
         if (entry_is(*e, HG_ENV_SOCK))
@@ -81,26 +92,50 @@ int hg_env_carries_us(char *const *envp)
 int hg_env_follow_fork(void) { return follow_fork; }
 int hg_env_follow_exec(void) { return follow_exec; }
 
+int hg_env_shim_reachable(void)
+{
+    const char *self = self_path();
+    return self == NULL || access(self, R_OK) == 0;
+}
+
+/* An entry of the collector's that an untraced program must not get:
+ * 0 keep, 1 drop, 2 our LD_PRELOAD (the user's own entry goes in its place). */
+static int collector_entry(const char *entry)
+{
+    for (size_t i = 0; i < sizeof collector_names / sizeof collector_names[0]; i++)
+        if (entry_is(entry, collector_names[i]))
+            return 1;
+    /* By content as well: a program may pass a copy of its environment. */
+    if (our_preload != NULL && (entry == our_preload || strcmp(entry, our_preload) == 0))
+        return 2;
+    return 0;
+}
+
+char *const *hg_env_untraced(char *const *envp, char **room, size_t cap)
+{
+    size_t n = 0;
+    for (char *const *e = envp; e && *e; e++) {
+        const int kind = collector_entry(*e);
+        if (kind == 1 || (kind == 2 && user_preload == NULL))
+            continue;
+        if (n + 1 >= cap)
+            return envp;
+        room[n++] = kind == 2 ? (char *)user_preload : *e;
+    }
+    room[n] = NULL;
+    return room;
+}
+
 void hg_env_scrub(void)
 {
     char **out = environ;
     if (out == NULL)
         return;
-    const char *restore = user_preload;
     for (char **e = environ; *e; e++) {
-        const char *entry = *e;
-        int drop = 0;
-        for (size_t i = 0; i < sizeof collector_names / sizeof collector_names[0]; i++)
-            if (entry_is(entry, collector_names[i]))
-                drop = 1;
-        if (entry == our_preload) {
-            if (restore == NULL)
-                drop = 1;
-            else
-                entry = restore;
-        }
-        if (!drop)
-            *out++ = (char *)entry;
+        const int kind = collector_entry(*e);
+        if (kind == 1 || (kind == 2 && user_preload == NULL))
+            continue;
+        *out++ = kind == 2 ? (char *)user_preload : *e;
     }
     *out = NULL;
 }

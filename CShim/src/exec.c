@@ -86,7 +86,22 @@ void hg_exec_init(void)
     (void)hg_env_carries_us(environ);   /* finds our own path now, not in a vfork child */
 }
 
-#define WRAP_EXEC(name, which, program, env, params, args)                     \
+/* The environment an exec passes on: `envp`, or, when the program it
+ * starts could not load this library by the path LD_PRELOAD gives (after a
+ * chroot, or in a mount namespace without it), the environment it would have
+ * without heapgen: the loader would print an error on the program's stderr,
+ * and the program runs untraced either way. On this stack: up to 4096
+ * entries (more: passed as they are). */
+#define ENV_FOR(envp, out)                                                          \
+    char *const *out = (envp);                                                      \
+    size_t n_env__ = 0;                                                             \
+    if (!hg_sandboxed() && out != NULL && hg_env_carries_us(out) && !hg_env_shim_reachable()) \
+        for (char *const *e__ = out; *e__ && n_env__ < 4096; e__++) n_env__++;      \
+    char *room__[n_env__ + 1];                                                      \
+    if (n_env__ > 0) out = hg_env_untraced(out, room__, n_env__ + 1);
+
+/* `env` in `args` is the environment ENV_FOR chose. */
+#define WRAP_EXEC(name, which, program, envp, params, args)                    \
     HG_EXPORT int name params                                                  \
     {                                                                          \
         int (*f) params = (int (*) params)next(which);                         \
@@ -94,20 +109,43 @@ void hg_exec_init(void)
             errno = ENOSYS;                                                    \
             return -1;                                                         \
         }                                                                      \
+        ENV_FOR(envp, env)                                                     \
         note_exec(program, env);                                               \
         int r = f args;                                                        \
         note_exec(NULL, NULL);                                                 \
         return r;                                                              \
     }
 
-WRAP_EXEC(execve, F_EXECVE, path, envp, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
-WRAP_EXEC(execv, F_EXECV, path, environ, (const char *path, char *const argv[]), (path, argv))
-WRAP_EXEC(execvp, F_EXECVP, file, environ, (const char *file, char *const argv[]), (file, argv))
-WRAP_EXEC(execvpe, F_EXECVPE, file, envp, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp))
-WRAP_EXEC(fexecve, F_FEXECVE, "", envp, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))
+WRAP_EXEC(execve, F_EXECVE, path, envp, (const char *path, char *const argv[], char *const envp[]), (path, argv, env))
+WRAP_EXEC(execvpe, F_EXECVPE, file, envp, (const char *file, char *const argv[], char *const envp[]), (file, argv, env))
+WRAP_EXEC(fexecve, F_FEXECVE, "", envp, (int fd, char *const argv[], char *const envp[]), (fd, argv, env))
 WRAP_EXEC(execveat, F_EXECVEAT, path, envp,
           (int dirfd, const char *path, char *const argv[], char *const envp[], int flags),
-          (dirfd, path, argv, envp, flags))
+          (dirfd, path, argv, env, flags))
+
+/* execv and execvp pass on environ: when ENV_FOR changes it, through the
+ * forms that take an environment, whose wrappers above note the exec. */
+#define WRAP_EXEC_ENVIRON(name, which, program, params, args, with_env)        \
+    HG_EXPORT int name params                                                  \
+    {                                                                          \
+        ENV_FOR(environ, env)                                                  \
+        if (env != environ)                                                    \
+            return with_env;                                                   \
+        int (*f) params = (int (*) params)next(which);                         \
+        if (f == NULL) {                                                       \
+            errno = ENOSYS;                                                    \
+            return -1;                                                         \
+        }                                                                      \
+        note_exec(program, environ);                                           \
+        int r = f args;                                                        \
+        note_exec(NULL, NULL);                                                 \
+        return r;                                                              \
+    }
+
+WRAP_EXEC_ENVIRON(execv, F_EXECV, path, (const char *path, char *const argv[]), (path, argv),
+                  execve(path, argv, env))
+WRAP_EXEC_ENVIRON(execvp, F_EXECVP, file, (const char *file, char *const argv[]), (file, argv),
+                  execvpe(file, argv, env))
 
 /* posix_spawn and posix_spawnp exec inside the C library, out of our
  * sight: once the child is started, its pid and program are recorded as a

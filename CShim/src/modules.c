@@ -71,6 +71,18 @@ static uint32_t read_build_id(const struct dl_phdr_info *info, uint8_t *out)
     return 0;
 }
 
+/* The main program's path, read at start-up (hg_modules_init): the first
+ * scan may come much later, when /proc is out of reach (after a chroot) or
+ * the file is gone. */
+static char exe_path[4096];
+static size_t exe_len;
+
+void hg_modules_init(void)
+{
+    ssize_t r = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+    exe_len = r > 0 ? (size_t)r : 0;
+}
+
 static void announce(const struct dl_phdr_info *info)
 {
     /* One flat buffer: fixed part, segments, build id, path (8-aligned parts). */
@@ -96,7 +108,8 @@ static void announce(const struct dl_phdr_info *info)
     size_t plen;
     if (name == NULL || name[0] == '\0') {
         /* The main program has no name in the link map. */
-        ssize_t r = readlink("/proc/self/exe", path, 4095);
+        ssize_t r = exe_len > 0 ? (ssize_t)exe_len : readlink("/proc/self/exe", path, 4095);
+        if (exe_len > 0) memcpy(path, exe_path, exe_len);
         plen = r > 0 ? (size_t)r : 0;
     } else {
         plen = strnlen(name, 4095);

@@ -169,6 +169,14 @@ int  hg_env_follow_exec(void);
 void hg_env_scrub(void);
 /* 1 when envp still preloads this library and names the collector's socket. */
 int  hg_env_carries_us(char *const *envp);
+/* Whether the program an exec starts could load this library by the path
+ * LD_PRELOAD gives (not after a chroot, or in a mount namespace without it:
+ * the loader would print an error on the program's stderr). */
+int  hg_env_shim_reachable(void);
+/* `envp` as the program would have it without heapgen (the collector's
+ * variables out, the user's own LD_PRELOAD back), in `room` (cap entries,
+ * the terminating NULL included); `envp` itself if it does not fit. */
+char *const *hg_env_untraced(char *const *envp, char **room, size_t cap);
 
 /* wait.c: children's exit statuses (HG_K_CHILD_EXIT) */
 void hg_wait_init(void);
@@ -346,6 +354,8 @@ int hg_retention_at(const char *label, size_t len);
 void hg_retention_scan(const char *label, size_t len, uintptr_t ra, uintptr_t ra_slot);
 
 /* Scans now, or (nested: hg_guard > 0) marks a scan as pending. */
+/* Reads the main program's path now, for the scans to come. */
+void hg_modules_init(void);
 void hg_modules_scan(void);
 /* Runs a pending scan; only where hg_guard == 0. Inline: every allocation
  * asks. */

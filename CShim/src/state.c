@@ -309,6 +309,11 @@ static void become_child(hg_owned_fd *conn)
             hg_modules_reset();
             hg_modules_scan();
             phase = 2;
+        } else {
+            /* Untraced (heapgen cannot be reached from here: a chroot, a
+             * namespace): what it execs gets the environment it would have
+             * had without heapgen, as with --no-follow-fork. */
+            hg_env_scrub();
         }
     } else {
         hg_fd_release(conn);
@@ -352,6 +357,7 @@ void hg_init_slow(void)
     int phase = 3;
     if (hg_transport_configure()) {
         hg_env_configure();
+        hg_modules_init();
         hg_wait_init();
         long slots = env_long(HG_ENV_RING_SLOTS, HG_DEFAULT_RING_SLOTS);
         if (slots >= 1024 && slots <= (1l << 26) && (slots & (slots - 1)) == 0)
