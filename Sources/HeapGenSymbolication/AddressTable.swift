@@ -136,7 +136,10 @@ public struct AddressTable {
             notes.append("No symbolizer was found (llvm-symbolizer or addr2line; HEAPGEN_SYMBOLIZER names one): frames show addresses only.")
         }
         var stale = Set<String>()
-        for (request, answer) in zip(requests, answers) where answer.stale { stale.insert(request.module.path) }
+        for (request, answer) in zip(requests, answers) where answer.stale {
+            // A module recorded without a path (the main program, whose path the shim could not read).
+            stale.insert(request.module.path.isEmpty ? "a module recorded without its path" : request.module.path)
+        }
         if !stale.isEmpty {
             let names = stale.sorted().prefix(3).joined(separator: ", ")
             let more = stale.count > 3 ? " and \(stale.count - 3) more" : ""
