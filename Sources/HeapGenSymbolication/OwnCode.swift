@@ -28,7 +28,7 @@ import Synchronization
 /// Allocation wrappers are skipped the same way, so that a site is named after the code that
 /// asked for memory, not after the wrapper every allocation goes through: redis's `zmalloc`
 /// family, `xmalloc` & co (GNU), GLib's `g_malloc`/`g_new`/`g_slice_alloc` family, PHP's
-/// `emalloc`/`ecalloc`, every `operator new` variant, `swift_slowAlloc`/`swift_allocObject`
+/// `emalloc`/`ecalloc`, CPython's `PyMem_*`/`PyObject_Malloc` family, every `operator new` variant, `swift_slowAlloc`/`swift_allocObject`
 /// (``isAllocationWrapper(_:)``), and the names given with `--alloc-fn`
 /// (``setAllocationFunctions(_:)``), as valgrind massif's `--alloc-fn` does.
 ///
@@ -185,6 +185,13 @@ public enum OwnCode {
         "g_slice_copy", "g_memdup", "g_memdup2", "g_strdup", "g_strndup", "g_new", "g_new0",
         // PHP (Zend)
         "emalloc", "ecalloc", "erealloc", "estrdup", "_emalloc", "_ecalloc", "_erealloc", "_estrdup",
+        // CPython (Objects/obmalloc.c): its object and raw allocators, and their debug hooks
+        "PyMem_Malloc", "PyMem_Calloc", "PyMem_Realloc", "PyMem_RawMalloc", "PyMem_RawCalloc",
+        "PyMem_RawRealloc", "_PyMem_RawMalloc", "_PyMem_RawCalloc", "_PyMem_RawRealloc",
+        "PyObject_Malloc", "PyObject_Calloc", "PyObject_Realloc", "_PyObject_Malloc", "_PyObject_Calloc",
+        "_PyObject_Realloc", "pymalloc_alloc", "pymalloc_realloc", "_PyMem_DebugRawAlloc",
+        "_PyMem_DebugRawMalloc", "_PyMem_DebugRawCalloc", "_PyMem_DebugRawRealloc", "_PyMem_DebugMalloc",
+        "_PyMem_DebugCalloc", "_PyMem_DebugRealloc",
         // Swift runtime
         "swift_slowAlloc", "swift_allocObject",
     ]

@@ -8,12 +8,14 @@ final class AllocationWrapperTests: XCTestCase {
         for name in ["zmalloc", "zcalloc", "zrealloc", "ztrymalloc_usable_internal", "ztrycalloc_usable", "zmalloc_usable",
                      "xmalloc", "xcalloc", "xrealloc", "xstrdup", "g_malloc", "g_malloc0", "g_malloc_n", "g_slice_alloc",
                      "emalloc", "ecalloc", "_emalloc", "swift_slowAlloc", "swift_allocObject",
+                     "_PyObject_Malloc", "PyObject_Malloc", "PyMem_RawMalloc", "_PyMem_DebugRawAlloc", "pymalloc_alloc",
                      "operator new(unsigned long)", "operator new[](unsigned long)",
                      "operator new(unsigned long, std::align_val_t)", "operator new(unsigned long, std::nothrow_t const&)"] {
             XCTAssertTrue(OwnCode.isAllocationWrapper(name), name)
             XCTAssertTrue(OwnCode.isRuntimeFunction(name), name)
         }
-        for name in ["main", "my_alloc", "createObject", "pvPortMalloc", "zmalloc_size_stats", "xmallocx_user", "app_malloc"] {
+        for name in ["main", "my_alloc", "createObject", "pvPortMalloc", "zmalloc_size_stats", "xmallocx_user", "app_malloc",
+                     "PyObject_MallocStats", "new_keys_object"] {
             XCTAssertFalse(OwnCode.isAllocationWrapper(name), name)
         }
     }
