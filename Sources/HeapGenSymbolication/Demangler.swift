@@ -17,8 +17,9 @@ public struct DemangledName: Sendable, Hashable {
 /// libswiftCore) for the full form and `_swift_backtrace_demangle` (the runtime's backtracer
 /// SPI, "simplified UI" options: no module names, argument labels only) for the short form,
 /// both found with `dlsym(RTLD_DEFAULT, …)`. Without them it runs
-/// `swift-demangle --compact [--simplified] NAME…` in batches. Non-Swift names (C, and C++
-/// that llvm-symbolizer already demangled) pass through. Not thread-safe: the owner serializes.
+/// `swift-demangle --compact [--simplified] NAME…` in batches. C++ names that are still
+/// mangled go through libstdc++'s `__cxa_demangle`; other names (C, and C++ that
+/// llvm-symbolizer already demangled) pass through. Not thread-safe: the owner serializes.
 final class Demangler {
     enum Mode: Sendable, Equatable {
         /// Runtime functions, else the `swift-demangle` found next to the toolchain.
@@ -36,14 +37,23 @@ final class Demangler {
         UnsafePointer<CChar>?, Int, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<Int>?
     ) -> UnsafeMutablePointer<CChar>?
 
+    private typealias CxxFunction = @convention(c) (
+        UnsafePointer<CChar>?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<Int>?, UnsafeMutablePointer<Int32>?
+    ) -> UnsafeMutablePointer<CChar>?
+
     private let full: FullFunction?
     private let short: ShortFunction?
+    /// libstdc++'s `__cxa_demangle` (c++filt's demangler), for the C++ names llvm-symbolizer
+    /// leaves mangled: LLVM 21's demangler gives up on some (`std::make_shared<Node>()`'s
+    /// `_ZSt11make_sharedI4NodeJEESt10shared_ptrINSt9enable_ifIXntsrSt8is_arrayIT_E5valueES4_E4typeEEDpOT0_`).
+    private let cxx: CxxFunction?
     private let tool: String?
     private let idleTimeout: Double
     private var cache: [String: DemangledName] = [:]
 
     init(mode: Mode = .automatic, idleTimeout: Double = 10) {
         self.idleTimeout = idleTimeout
+        cxx = dlsym(nil, "__cxa_demangle").map { unsafeBitCast($0, to: CxxFunction.self) }
         switch mode {
         case .automatic:
             // dlsym(RTLD_DEFAULT, …): RTLD_DEFAULT is the null handle on glibc.
@@ -74,6 +84,10 @@ final class Demangler {
         var partial: [String: (full: String?, short: String?)] = [:]
         for n in names where out[n] == nil && partial[n] == nil {
             if let c = cache[n] { out[n] = c; continue }
+            if n.hasPrefix("_Z"), let cxx, let name = Self.call(n, { p, _ in cxx(p, nil, nil, nil) }) {
+                out[n] = DemangledName(full: name, short: name)
+                continue
+            }
             guard Self.isSwiftMangled(n) else { out[n] = DemangledName(full: n, short: n); continue }
             let fullName = full.flatMap { f in Self.call(n) { f($0, $1, nil, nil, 0) } }
             let shortName = short.flatMap { s in Self.call(n) { s($0, $1, nil, nil) } }

@@ -71,6 +71,16 @@ final class BackendAndDemanglerTests: XCTestCase {
         XCTAssertEqual(d.demangle("ns::Foo<int>::bar(int)").full, "ns::Foo<int>::bar(int)")
     }
 
+    /// C++ names llvm-symbolizer (LLVM 21) returns mangled, from inlined frames of
+    /// `std::make_shared<Node>()` in a gcc 12 -O1 program: libstdc++'s demangler reads them.
+    func testCxxNamesLeftMangledAreDemangled() {
+        let d = Demangler(mode: .automatic)
+        XCTAssertEqual(d.demangle("_ZSt11make_sharedI4NodeJEESt10shared_ptrINSt9enable_ifIXntsrSt8is_arrayIT_E5valueES4_E4typeEEDpOT0_").full,
+                       "std::shared_ptr<std::enable_if<!std::is_array<Node>::value, Node>::type> std::make_shared<Node>()")
+        XCTAssertEqual(d.demangle("_ZN2ns3FooIiE3barEi").full, "ns::Foo<int>::bar(int)")
+        XCTAssertEqual(d.demangle("_Znotreally").full, "_Znotreally")
+    }
+
     func testCommandLineDemanglerMatchesRuntime() throws {
         guard let tool = ToolLocator.swiftDemangle() else { throw XCTSkip("no swift-demangle") }
         let names = ["$s7Fixture9InventoryC7addItem5namedSiSS_tF", "$s7Fixture16ProfileViewModelV4nameACSS_tcfC",
