@@ -13,18 +13,7 @@ final class ChrootTests: XCTestCase {
     /// its stderr). The parent, which first allocates after the chroot, still has its main
     /// program's path in the trace (before: "", and its frames had no names).
     func testAForkedChildExecsInsideTheNewRootUntouched() throws {
-        let (exe, root) = try prepare()
-        let native = try runProcess(exe, ["fork", root], timeout: 60)
-        XCTAssertStatus(native, 0, "the fixture needs chroot, as root or in a user namespace")
-        XCTAssertEqual(native.stdoutText, "child ran\nchild status 0\n")
-        XCTAssertEqual(native.stderrText, "")
-
-        let rec = try HeapGenCLI.recording(exe, ["fork", root])
-        XCTAssertStatus(rec.result, 0)
-        XCTAssertEqual(rec.result.stdout, native.stdout, "the program's output is its own")
-        XCTAssertEqual(rec.result.stderrLines.filter { !$0.hasPrefix("heapgen: ") }, [],
-                       "nothing on stderr but heapgen's own lines: \(rec.result.transcript)")
-
+        let (exe, rec) = try recordAsNatively("fork", output: "child ran\nchild status 0\n")
         let records = try HeapGenCLI.records(rec.trace)
         let modules = records.compactMap { r -> ModuleRecord? in if case .moduleLoad(let m) = r { return m } else { return nil } }
         XCTAssertTrue(modules.contains { $0.path == exe }, "the main program by its path: \(modules.map(\.path))")
@@ -36,16 +25,26 @@ final class ChrootTests: XCTestCase {
     /// which cannot load heapgen's library: it gets the environment it would have had without
     /// heapgen, and its output and status pass through as natively.
     func testAnExecInsideTheNewRootGetsTheProgramsOwnEnvironment() throws {
-        let (exe, root) = try prepare()
-        let native = try runProcess(exe, ["exec", root], timeout: 60)
-        XCTAssertStatus(native, 0, "the fixture needs chroot, as root or in a user namespace")
-        XCTAssertEqual(native.stdoutText, "child ran\n")
+        _ = try recordAsNatively("exec", output: "child ran\n")
+    }
 
-        let rec = try HeapGenCLI.recording(exe, ["exec", root])
-        XCTAssertStatus(rec.result, 0)
-        XCTAssertEqual(rec.result.stdout, native.stdout, "the program's output is its own")
+    /// Runs the fixture in `mode` natively (it prints `output`, nothing on stderr, exits 0),
+    /// then under `heapgen record`: the same output and status, and nothing on stderr but
+    /// heapgen's own lines.
+    private func recordAsNatively(_ mode: String, output: String,
+                                  file: StaticString = #filePath, line: UInt = #line) throws -> (exe: String, rec: Recording) {
+        let (exe, root) = try prepare()
+        let native = try runProcess(exe, [mode, root], timeout: 60)
+        XCTAssertStatus(native, 0, "the fixture needs chroot, as root or in a user namespace", file: file, line: line)
+        XCTAssertEqual(native.stdoutText, output, file: file, line: line)
+        XCTAssertEqual(native.stderrText, "", file: file, line: line)
+
+        let rec = try HeapGenCLI.recording(exe, [mode, root])
+        XCTAssertStatus(rec.result, 0, file: file, line: line)
+        XCTAssertEqual(rec.result.stdout, native.stdout, "the program's output is its own", file: file, line: line)
         XCTAssertEqual(rec.result.stderrLines.filter { !$0.hasPrefix("heapgen: ") }, [],
-                       "nothing on stderr but heapgen's own lines: \(rec.result.transcript)")
+                       "nothing on stderr but heapgen's own lines: \(rec.result.transcript)", file: file, line: line)
+        return (exe, rec)
     }
 
     /// The fixture, and a root holding a copy of it as /child with the libraries `ldd` lists.
