@@ -353,9 +353,9 @@ const char *hg_lsan_default_suppressions(void);
 int hg_retention_at(const char *label, size_t len);
 void hg_retention_scan(const char *label, size_t len, uintptr_t ra, uintptr_t ra_slot);
 
-/* Scans now, or (nested: hg_guard > 0) marks a scan as pending. */
 /* Reads the main program's path now, for the scans to come. */
 void hg_modules_init(void);
+/* Scans now, or (nested: hg_guard > 0) marks a scan as pending. */
 void hg_modules_scan(void);
 /* Runs a pending scan; only where hg_guard == 0. Inline: every allocation
  * asks. */

@@ -373,9 +373,10 @@ int hg_task_ended(pid_t tid, uint64_t *start_stack);
  * overlaps no live block, except the heapgen memfd mappings; in a mapping that
  * holds a thread's stack pointer only [SP, end) (what lies below is dead
  * frames); in the stack of a main thread that left with pthread_exit() only
- * what lies above the initial stack pointer (argv, environment, auxv; its
- * memory is read through a live thread); in the stack of a thread that is gone (glibc keeps it cached, or
- * until the join) only its thread descriptor; every thread's general-purpose
+ * what lies above the initial stack pointer (argv, environment, auxv; the
+ * memory is read through a live thread); in the stack of a thread that is
+ * gone (glibc keeps it cached, or until the join) only its thread
+ * descriptor; every thread's general-purpose
  * and vector registers. The threads are stopped with ptrace for the
  * registers and SPs (hg_threads_stop); if that is not permitted
  * (result->ptrace_error), whole stacks are roots except the requester's:
