@@ -149,7 +149,7 @@ WRAP_EXEC_ENVIRON(execvp, F_EXECVP, file, (const char *file, char *const argv[])
 
 /* posix_spawn and posix_spawnp exec inside the C library, out of our
  * sight: once the child is started, its pid and program are recorded as a
- * vfork child's would be. */
+ * vfork child's would be. Its environment as an exec's (ENV_FOR). */
 typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
                         char *const[], char *const[]);
 
@@ -160,10 +160,11 @@ typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t 
         spawn_fn f = (spawn_fn)next(which);                                              \
         if (f == NULL)                                                                   \
             return ENOSYS;                                                               \
+        ENV_FOR(envp, env)                                                               \
         pid_t started = 0;                                                               \
-        int r = f(&started, program, actions, attr, argv, envp);                         \
+        int r = f(&started, program, actions, attr, argv, env);                          \
         if (r == 0 && started > 0 && program != NULL)                                    \
-            note_program(program, envp, started);                                        \
+            note_program(program, env, started);                                         \
         if (r == 0 && pid != NULL)                                                       \
             *pid = started;                                                              \
         return r;                                                                        \

@@ -28,6 +28,13 @@ final class ChrootTests: XCTestCase {
         _ = try recordAsNatively("exec", output: "child ran\n")
     }
 
+    /// chrootexec.c spawn: posix_spawn's exec happens inside the C library, with the
+    /// environment it is given: that one, too, is the program's own when the program it
+    /// starts cannot load heapgen's library.
+    func testAProgramSpawnedInsideTheNewRootGetsItsOwnEnvironment() throws {
+        _ = try recordAsNatively("spawn", output: "child ran\nspawned status 0\n")
+    }
+
     /// Runs the fixture in `mode` natively (it prints `output`, nothing on stderr, exits 0),
     /// then under `heapgen record`: the same output and status, and nothing on stderr but
     /// heapgen's own lines.

@@ -8,12 +8,14 @@
  *          keeps 3 × 40 B (keep_after, its first allocations: the shim
  *          meets the program's modules only now) and prints the status
  *   exec   chroot, then exec /child in place of itself
+ *   spawn  chroot, posix_spawn /child, wait for it and print its status
  *   child  (inside the root) prints "child ran", keeps 5 × 8 B
  *
  * Natively nothing goes to stderr. Exit 2: no chroot, neither as root nor
  * in a user namespace.
  */
 #include <sched.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,14 +49,21 @@ int main(int argc, char **argv) {
         perror("execv /child");
         return 3;
     }
-    pid_t c = fork();
-    if (c == 0) {
+    pid_t c = -1;
+    if (strcmp(argv[1], "spawn") == 0) {
+        extern char **environ;
+        if (posix_spawn(&c, "/child", NULL, NULL, child_argv, environ) != 0) return 5;
+    } else if ((c = fork()) == 0) {
         execv("/child", child_argv);
         perror("execv /child");
         _exit(3);
     }
     int st = 0;
     if (c < 0 || waitpid(c, &st, 0) != c) return 4;
+    if (strcmp(argv[1], "spawn") == 0) {
+        printf("spawned status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+        return 0;
+    }
     keep_after();
     printf("child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     return 0;
