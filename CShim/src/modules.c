@@ -107,10 +107,12 @@ static void announce(const struct dl_phdr_info *info)
     const char *name = info->dlpi_name;
     size_t plen;
     if (name == NULL || name[0] == '\0') {
-        /* The main program has no name in the link map. */
-        ssize_t r = exe_len > 0 ? (ssize_t)exe_len : readlink("/proc/self/exe", path, 4095);
-        if (exe_len > 0) memcpy(path, exe_path, exe_len);
-        plen = r > 0 ? (size_t)r : 0;
+        /* The main program has no name in the link map: the path read at
+         * start-up, or (that read failed) read now. */
+        if (exe_len == 0)
+            hg_modules_init();
+        plen = exe_len;
+        memcpy(path, exe_path, plen);
     } else {
         plen = strnlen(name, 4095);
         memcpy(path, name, plen);

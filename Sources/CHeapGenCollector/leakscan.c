@@ -402,6 +402,10 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
     /* The threads still running, and one of them to read the memory through:
      * a leader that left with pthread_exit() has none of its own any more. */
     const int leader_ended = hg_task_ended(pid, NULL);
+    /* The leader's stack then holds only dead frames below the process's
+     * initial stack pointer (read from a live thread); above it are argv,
+     * the environment and the auxiliary vector, which stay roots. */
+    uint64_t dead_leader_stack = 0;
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
     DIR *dir = opendir(path);
@@ -409,17 +413,16 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
         struct dirent *d;
         while ((d = readdir(dir)) != NULL) {
             const pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
-            if (tid <= 0 || (leader_ended && hg_task_ended(tid, NULL))) continue;
+            uint64_t start_stack = 0;
+            if (tid <= 0 || (leader_ended && hg_task_ended(tid, &start_stack))) continue;
             result->threads++;
-            if (s.pid == pid && leader_ended) s.pid = tid;
+            if (s.pid == pid && leader_ended) {
+                s.pid = tid;
+                dead_leader_stack = start_stack;
+            }
         }
         closedir(dir);
     }
-    /* The leader's stack holds only dead frames below the process's initial
-     * stack pointer; above it are argv, the environment and the auxiliary
-     * vector, which stay roots. */
-    uint64_t dead_leader_stack = 0;
-    if (leader_ended && s.pid != pid) (void)hg_task_ended(s.pid, &dead_leader_stack);
     snprintf(path, sizeof path, "/proc/%d/maps", (int)s.pid);
     FILE *maps = fopen(path, "re");
     if (maps == NULL) {

@@ -77,27 +77,13 @@ static int read_registers(hg_thread_state *t)
 
 int hg_task_ended(pid_t tid, uint64_t *start_stack)
 {
-    if (start_stack) *start_stack = 0;
-    char path[64], text[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)tid);
-    FILE *f = fopen(path, "re");
-    if (f == NULL) return errno == ENOENT || errno == ESRCH;
-    const size_t got = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[got] = 0;
-    /* "pid (comm) S ...": the name may hold anything, the last ')' ends it. */
-    const char *p = strrchr(text, ')');
-    if (p == NULL || p[1] != ' ') return 0;
-    p += 2;
-    const int ended = *p == 'Z' || *p == 'X';
-    /* Field 28, startstack: the 26th after the state. */
-    for (int field = 3; field < 28 && *p; field++) {
-        p = strchr(p, ' ');
-        if (p == NULL) return ended;
-        p++;
-    }
-    if (start_stack) *start_stack = strtoull(p, NULL, 10);
-    return ended;
+    char state = 0;
+    unsigned long long start = 0;
+    /* Field 28: startstack. */
+    const int got = hg_proc_stat(tid, 28, &state, &start);
+    if (start_stack) *start_stack = got == 2 ? start : 0;
+    if (got < 0) return errno == ENOENT || errno == ESRCH;
+    return state == 'Z' || state == 'X';
 }
 
 /* Seizes and interrupts `tid`, waits for its stop. 1 stopped, 0 gone, -errno. */

@@ -191,27 +191,36 @@ int hg_poll_ns(struct pollfd *fds, unsigned long nfds, int64_t timeout_ns) {
 
 void hg_set_timer_slack(unsigned long ns) { (void)prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0); }
 
-int hg_zombie_status(pid_t pid, int *signaled, int *status) {
+int hg_proc_stat(pid_t pid, int field, char *state, unsigned long long *value) {
     char buf[1024];
     ssize_t n = hg_read_proc_file(pid, "stat", buf, sizeof buf - 1);
-    if (n <= 0) return 0;
+    if (n < 0) return -1;
+    if (n == 0) return 0;
     buf[n] = 0;
     /* "pid (comm) S ..." — comm may contain anything, so parse after the last ')'. */
     char *p = strrchr(buf, ')');
     if (!p || p[1] != ' ') return 0;
     p += 2;
-    char state = *p;
-    if (state != 'Z' && state != 'X') return 0;
-    /* Fields after comm: 3 state ... 52 exit_code: skip 49 more spaces. */
-    int field = 3;
-    while (*p && field < 52) {
-        if (*p == ' ') field++;
+    *state = *p;
+    /* Field 3 is the state: skip a space per field up to `field`. */
+    int at = 3;
+    while (*p && at < field) {
+        if (*p == ' ') at++;
         p++;
     }
-    if (field != 52 || !*p) return 0;
+    if (at != field || !*p) return 1;
     char *end;
-    long code = strtol(p, &end, 10);
-    if (end == p) return 0;
+    unsigned long long v = strtoull(p, &end, 10);
+    if (end == p) return 1;
+    *value = v;
+    return 2;
+}
+
+int hg_zombie_status(pid_t pid, int *signaled, int *status) {
+    char state = 0;
+    unsigned long long code = 0;
+    /* Field 52: exit_code, the raw wait status. */
+    if (hg_proc_stat(pid, 52, &state, &code) != 2 || (state != 'Z' && state != 'X')) return 0;
     int wstatus = (int)code;
     if (WIFEXITED(wstatus)) {
         *signaled = 0;

@@ -286,6 +286,12 @@ int hg_reap(pid_t pid, int block, int *signaled, int *status);
  * it). Returns 1 and fills *signaled and *status, or 0 if unknown. */
 int hg_zombie_status(pid_t pid, int *signaled, int *status);
 
+/* /proc/<pid>/stat: the state letter into *state and the number in `field`
+ * (numbered as proc(5) does; > 3) into *value. Returns 2 with both, 1 with
+ * the state only (no such number), 0 if the line is malformed, -1 if the
+ * file cannot be read (errno says why). */
+int hg_proc_stat(pid_t pid, int field, char *state, unsigned long long *value);
+
 /* Signals while the program runs: SIGINT and SIGQUIT ignored, SIGPIPE
  * ignored, SIGTERM and SIGHUP forwarded to `target` (async-signal-safe
  * handler; a second handler call after the target died is harmless).
