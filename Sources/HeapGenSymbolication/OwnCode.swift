@@ -28,8 +28,8 @@ import Synchronization
 /// Allocation wrappers are skipped the same way, so that a site is named after the code that
 /// asked for memory, not after the wrapper every allocation goes through: redis's `zmalloc`
 /// family, `xmalloc` & co (GNU), GLib's `g_malloc`/`g_new`/`g_slice_alloc` family, PHP's
-/// `emalloc`/`ecalloc`, CPython's `PyMem_*`/`PyObject_Malloc` family, every `operator new` variant, `swift_slowAlloc`/`swift_allocObject`
-/// (``isAllocationWrapper(_:)``), and the names given with `--alloc-fn`
+/// `emalloc`/`ecalloc`, CPython's `PyMem_*`/`PyObject_Malloc` family, every `operator new`
+/// variant, `swift_slowAlloc`/`swift_allocObject` (``isAllocationWrapper(_:)``), and the names given with `--alloc-fn`
 /// (``setAllocationFunctions(_:)``), as valgrind massif's `--alloc-fn` does.
 ///
 /// Shared objects that merely live in the system library directories (`/usr/lib`, `/lib`…),
