@@ -58,8 +58,6 @@ final class RecordingLoop {
         var segmentFile: (dev: UInt64, ino: UInt64) = (0, 0)
         /// When ``checkExec(_:now:)`` last read its mappings.
         var execCheckTime: UInt64 = 0
-        /// Its command name when its current image said hello (/proc/PID/comm).
-        var comm = ""
 
         init(pid: Int32, pidfd: Int32) {
             self.pid = pid
@@ -604,8 +602,6 @@ final class RecordingLoop {
         }
 
         let identity = ProcessIdentity.read(pid: pid)
-        // Before the answer: until then the image cannot exec.
-        entry.comm = Self.commandName(pid)
         var executable = identity.executable
         if executable.isEmpty && origin == .root { executable = rootExecutable }
         let process = ProcessRecord(pid: pid, ppid: raw.pointee.ppid, origin: origin, executable: executable,
@@ -764,11 +760,12 @@ final class RecordingLoop {
     private func ended(_ entry: PidEntry, status: ExitStatus) {
         if entry.segment == nil { noteEarlyKill(entry.pid, status: status) }
         if let seg = entry.segment {
-            // Gone before an exec was seen: the status may be that of a program it
-            // exec'd (untraced), which its last records or its command name tell.
+            // Gone before an exec was seen: the status is that of a program it exec'd
+            // (untraced) if its last record says it was exec'ing. Not a changed command
+            // name: programs name themselves (prctl PR_SET_NAME: Chromium's children,
+            // worker processes), and that lost their exit status to a false exec.
             drainer.drainFinal(seg)
-            let now = Self.commandName(entry.pid)
-            if seg.execing != nil || (!now.isEmpty && !entry.comm.isEmpty && now != entry.comm) {
+            if seg.execing != nil {
                 imageExeced(seg, entry: entry)
             } else {
                 finish(seg, entry: entry, status: status, final: true)

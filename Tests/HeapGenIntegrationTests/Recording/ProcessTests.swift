@@ -118,6 +118,35 @@ final class ProcessTests: XCTestCase {
         }
     }
 
+    /// renamed.c: children that name themselves (prctl PR_SET_NAME) and end 700 ms before
+    /// their parent reaps them. Each trace ends with the child's own exit status, and
+    /// nothing is said: a changed command name is no exec (it was taken for one, so the
+    /// status was lost and the child named as an untraced program; Chromium's network
+    /// service so). The exec'd one's forked image still ends with its exec.
+    func testAProcessThatNamesItselfKeepsItsExitStatus() throws {
+        let exe = try Fixture.build("renamed.c")
+        let native = try runProcess(exe, [], timeout: 60)
+        XCTAssertEqual(native.stdoutText, "child 7\nexec'd child 9\n")
+        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet"])
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdout, native.stdout)
+        XCTAssertEqual(rec.result.stderrLines, [], rec.result.transcript)
+        // The program; its first child; the second child forked, then exec'd.
+        XCTAssertEqual(rec.allTraces.count, 4, "\(rec.allTraces)")
+        let children = rec.allTraces.filter { $0 != rec.trace }
+        var ends: [String: (String?, Int?, UInt64)] = [:]
+        for trace in children {
+            let s = try HeapGenCLI.summary(trace)
+            ends[trace] = (s.endReason, s.endStatus, s.bytes("malloc"))
+        }
+        let exited = ends.values.filter { $0.0 == "exited" }.map { "\($0.1 ?? -1) \($0.2)" }.sorted()
+        XCTAssertEqual(exited, ["7 24", "9 24"], "status and kept bytes of each child: \(ends)")
+        XCTAssertEqual(ends.values.filter { $0.0 == "execed" }.count, 1, "the forked image before the exec: \(ends)")
+        let s = try HeapGenCLI.summary(rec.trace)
+        XCTAssertEqual(s.endReason, "exited")
+        XCTAssertEqual(s.endStatus, 0)
+    }
+
     /// nofdfork.c: with no descriptor left, the shim cannot connect for a forked child,
     /// which runs untraced. heapgen says so, with the reason; the next child, forked with
     /// descriptors to spare, is traced (with the 32 bytes it keeps).
