@@ -273,7 +273,16 @@ int hg_maps_contain(pid_t pid, uint64_t dev, uint64_t ino) {
     }
     close(fd);
     if (found) return 1;
-    return lines > 0 ? 0 : -1;
+    if (lines == 0) return -1;
+    /* Not there. A process that ended while we read gave a list cut short:
+     * its memory went away between two reads. Its maps read empty now. */
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n;
+    do n = read(fd, buf, 1);
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    return n == 1 ? 0 : -1;
 }
 
 #include <dirent.h>
