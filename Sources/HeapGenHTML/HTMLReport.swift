@@ -189,7 +189,7 @@ public enum HTMLReport {
         switch f.kind {
         case .cache:
             let filled = f.bytesSeries.sum()
-            out += "Filled <b>\(HumanUnits.bytes(max(0, filled)))</b> (\(HumanUnits.plural(max(0, f.objectsSeries.sum()), "object"))) early, then flat: grew in \(f.cyclesWithGrowth) of \(f.cycles) judged cycles — a plateau, not a failure."
+            out += "Filled <b>\(HumanUnits.bytes(max(0, filled)))</b> (\(Report.Finding.filledBlocksText(objects: max(0, f.objectsSeries.sum()), bytes: filled))) early, then flat: grew in \(f.cyclesWithGrowth) of \(f.cycles) judged cycles — a plateau, not a failure."
         case .abandoned, .leaked:
             out += "<b>+\(HumanUnits.bytes(f.averageBytesPerCycle))</b> per cycle (\(HTMLText.num(f.averageObjectsPerCycle)) objects), grew in <b>\(f.cyclesWithGrowth) of \(f.cycles)</b> judged cycles; the judged cycles left <b>\(HumanUnits.plural(f.survivingObjects, "object"))</b> (\(HumanUnits.bytes(f.survivingBytes))) behind"
             out += f.kind == .leaked ? ", unreachable at exit." : ", still referenced at the end."

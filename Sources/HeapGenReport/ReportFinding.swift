@@ -2,6 +2,7 @@
 
 import HeapGenAnalysis
 import HeapGenSymbolication
+import HeapGenUnits
 
 extension Report {
     /// A site (stack and Swift type) whose memory the cycles left behind, or a cache.
@@ -121,6 +122,13 @@ extension Report {
                       survivingBytes: survivingBytes, stackTruncatedAt: stackTruncatedAt)
             self.objectsSeries = objectsSeries
             self.bytesSeries = bytesSeries
+        }
+
+        /// What a cache filled, in words: "12 objects"; or, when it has more bytes and no more
+        /// blocks (a table that doubles frees its old block for a larger one), "larger blocks,
+        /// no more of them".
+        public static func filledBlocksText(objects: Int, bytes: Int) -> String {
+            objects == 0 && bytes > 0 ? "larger blocks, no more of them" : HumanUnits.plural(objects, "object")
         }
 
         /// LeakSanitizer's summary of leaked findings, `864 byte(s) leaked in 9 allocation(s).`

@@ -479,7 +479,7 @@ public enum TextReport {
         var lines: [String] = []
         for g in groups.prefix(maxCacheLines) {
             var line = "  - " + g.location + "  " + style.bold(HumanUnits.signedBytes(g.bytes))
-            line += " in \(HumanUnits.plural(g.objects, "object"))"
+            line += " in " + Report.Finding.filledBlocksText(objects: g.objects, bytes: g.bytes)
             if g.sites > 1 { line += " from \(g.sites) sites" }
             if g.lastGrowth > 0 { line += ", filled by cycle \(g.lastGrowth)" }
             if !g.typeNames.isEmpty {

@@ -167,6 +167,23 @@ final class ReportBuilderTests: XCTestCase {
         XCTAssertFalse(text.contains("Abandoned"), text)
         XCTAssertFalse(text.contains("\u{1B}["), "no escapes without colour")
     }
+
+    /// A hash table that doubles frees its old block for a larger one: its cache line has
+    /// bytes and no more blocks (it read "+786.4 kB in 0 objects" on redis's dictionary).
+    func testACacheOfLargerBlocksSaysSo() {
+        let frames = [ModelReport.Frame(function: "dict_expand", file: "/src/dict.c", line: 9, column: 3, module: "/app",
+                                        address: 0x40)]
+        let table = ModelReport.Finding(kind: .cache, typeName: nil, frames: frames, userFrame: 0, cycles: 4,
+                                        cyclesWithGrowth: 1, objectsPerCycle: [1, 0, 0, 0, 0],
+                                        bytesPerCycle: [4096, 4096, 0, 0, 0], averageBytesPerCycle: 0,
+                                        survivingObjects: 0, survivingBytes: 4096)
+        let lines = TextReport.cacheLines([table], TextStyle(enabled: false))
+        XCTAssertEqual(lines, ["  - dict_expand (src/dict.c:9)  +8.2 kB in 1 object, filled by cycle 2"])
+        var grown = table
+        grown.objectsSeries = CycleSeries([0, 0, 0, 0, 0])
+        XCTAssertEqual(TextReport.cacheLines([grown], TextStyle(enabled: false)),
+                       ["  - dict_expand (src/dict.c:9)  +8.2 kB in larger blocks, no more of them, filled by cycle 2"])
+    }
 }
 
 final class SourceSitesTests: XCTestCase {
