@@ -3,7 +3,8 @@
 import HeapGenReport
 
 /// A finding's identity across runs, builds and machines: its kind, its Swift type and up to
-/// ``maxFrames`` frames starting at its user frame, each as function, file *base name* and
+/// ``maxFrames`` frames starting at its user frame (none outside the executor or queue entry
+/// that ran the job: ``SourceSites/jobFrames(_:)``), each as function, file *base name* and
 /// line. Never an address (those move with ASLR and every build), never a directory (checkouts
 /// differ between machines).
 ///
@@ -63,7 +64,7 @@ public struct BaselineSignature: Codable, Hashable, Sendable {
         kind = finding.kind.rawValue
         typeName = finding.typeName
         let start = min(finding.userFrame ?? 0, finding.frames.count)
-        frames = finding.frames[start...].prefix(Self.maxFrames).map { f in
+        frames = SourceSites.jobFrames(finding.frames[start...]).prefix(Self.maxFrames).map { f in
             let function = f.function ?? f.shortFunction
             return Frame(function: function, file: f.file.map(SiteText.baseName), line: f.line,
                          module: function == nil ? f.module.map(SiteText.baseName) : nil)

@@ -1,5 +1,7 @@
 // Sites that are one place in the source.
 
+import HeapGenSymbolication
+
 /// Tells which sites are one source path once their stacks are symbolicated.
 ///
 /// The analysis keys sites by raw return addresses. An optimising compiler can copy one
@@ -32,12 +34,26 @@ public enum SourceSites {
     }
 
     /// The source path of a stack: equal for one source call path; `nil` for no frames.
+    /// It ends at the innermost frame where an executor or queue ran the job
+    /// (``OwnCode/isSchedulerEntry(_:)``): a Swift task's allocation is one site whichever
+    /// worker path resumed it (split in two, each half missed cycles and one only grew "since
+    /// cycle 4").
     static func pathKey(_ frames: [Report.Frame]) -> [String]? {
         guard !frames.isEmpty else { return nil }
-        return frames.map { f in
+        return jobFrames(frames[...]).map { f in
             guard let function = f.function else { return "\(f.module ?? "?")@\(f.address)" }
             return "\(f.module ?? "?")|\(function)|\(f.file ?? "")|\(f.line ?? 0)|\(f.column ?? 0)|\(f.inlined)"
         }
+    }
+
+    /// `frames` (innermost first) up to and with the innermost frame where an executor or a
+    /// queue ran the job (``OwnCode/isSchedulerEntry(_:)``); all of them without one. What
+    /// lies outside changes from run to run with the thread that took the job.
+    public static func jobFrames(_ frames: ArraySlice<Report.Frame>) -> ArraySlice<Report.Frame> {
+        guard let entry = frames.firstIndex(where: { $0.function.map(OwnCode.isSchedulerEntry) ?? false }) else {
+            return frames
+        }
+        return frames[...entry]
     }
 
     /// The key of a stack and type name: equal for one source site.

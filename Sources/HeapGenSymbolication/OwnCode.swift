@@ -105,6 +105,19 @@ public enum OwnCode {
         return false
     }
 
+    /// True if `function` (demangled) is where an executor or a queue runs one job: Swift
+    /// concurrency's `swift::runJobInEstablishedExecutorContext` and `swift_job_run`,
+    /// libdispatch's `_dispatch_client_callout`. The frames outside it say which thread or
+    /// queue path ran the job, which changes from run to run, not which code allocated (a
+    /// task's callers are not on the machine stack at all).
+    public static func isSchedulerEntry(_ function: String) -> Bool {
+        schedulerEntryPrefixes.contains { function.hasPrefix($0) }
+    }
+
+    private static let schedulerEntryPrefixes = [
+        "swift::runJobInEstablishedExecutorContext(", "swift_job_run", "_dispatch_client_callout",
+    ]
+
     /// True if a frame with this module, function and file is the program's own code
     /// (first choice; see the type's documentation).
     public static func isOwnCode(module: String?, function: String?, file: String?) -> Bool {

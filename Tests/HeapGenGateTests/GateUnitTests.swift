@@ -281,6 +281,26 @@ final class BaselineTests: XCTestCase {
         XCTAssertNotEqual(BaselineSignature(deep), BaselineSignature(Synthetic.finding(function: "f2")))
     }
 
+    /// A Swift task's finding: the frames outside the executor's job entry change with the
+    /// thread that ran the job, so they are not part of its signature.
+    func testSignatureEndsAtTheExecutorsJobEntry() {
+        func task(_ outer: [String]) -> Report.Finding {
+            var f = Synthetic.finding(function: "Registry.open(_:)")
+            f.frames = (["Registry.open(_:)", "closure #1 in main", "swift::runJobInEstablishedExecutorContext(swift::Job*)",
+                         "swift_job_run"] + outer).enumerated().map {
+                Report.Frame(function: $0.element, file: $0.offset < 2 ? "/src/main.swift" : nil,
+                             line: $0.offset < 2 ? 20 + $0.offset : nil, module: "/bin/app", address: UInt64($0.offset))
+            }
+            f.userFrame = 0
+            return f
+        }
+        let a = task(["_dispatch_lane_serial_drain", "_dispatch_lane_invoke", "start_thread"])
+        let b = task(["_dispatch_continuation_pop", "_dispatch_worker_thread2", "start_thread"])
+        XCTAssertEqual(BaselineSignature(a), BaselineSignature(b))
+        XCTAssertEqual(BaselineSignature(a).frames.map(\.function),
+                       ["Registry.open(_:)", "closure #1 in main", "swift::runJobInEstablishedExecutorContext(swift::Job*)"])
+    }
+
     func testRoundTripMovedLinesAndNewSitesInTheSameFunction() throws {
         let old = Synthetic.finding(function: "leak_session", line: 32)
         let baseline = Baseline(findings: [old, old])

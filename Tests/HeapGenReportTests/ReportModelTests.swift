@@ -202,6 +202,26 @@ final class SourceSitesTests: XCTestCase {
         finding(.abandoned, objects: [1], column: column, address: address, function: function).frames
     }
 
+    /// A Swift task's stack, resumed by one worker path or another: one source path up to
+    /// the executor's job entry, whatever lies outside it. Without that entry, the frames
+    /// outside still count.
+    func testPathKeyEndsAtTheExecutorsJobEntry() {
+        func stack(_ outer: [String]) -> [ModelReport.Frame] {
+            (["Registry.open(_:)", "closure #1 in main", "swift::runJobInEstablishedExecutorContext(swift::Job*)"]
+                + outer).enumerated().map { i, name in
+                ModelReport.Frame(function: name, file: i < 2 ? "/src/main.swift" : nil, line: i < 2 ? 10 + i : nil,
+                                  column: nil, module: i < 2 ? "/app" : "/lib/libswift_Concurrency.so",
+                                  address: UInt64(0x100 * (i + 1)))
+            }
+        }
+        let viaLane = stack(["swift_job_run", "_dispatch_lane_serial_drain", "start_thread"])
+        let viaPop = stack(["swift_job_run", "_dispatch_continuation_pop", "_dispatch_worker_thread2", "start_thread"])
+        XCTAssertEqual(SourceSites.pathKey(viaLane), SourceSites.pathKey(viaPop))
+        XCTAssertEqual(SourceSites.pathKey(viaLane)?.count, 3)
+        let plain = Array(viaLane.prefix(2))
+        XCTAssertNotEqual(SourceSites.pathKey(plain + [viaLane[4]]), SourceSites.pathKey(plain + [viaPop[4]]))
+    }
+
     /// gcc peels the first iteration: stack 1 allocates in cycle 1 only (alone a cache), stack 2
     /// from cycle 2 on (alone abandoned, missing cycle 1). Their frames are one source path, so
     /// the report judges them as one site; stack 3 (another column) and stacks without function
