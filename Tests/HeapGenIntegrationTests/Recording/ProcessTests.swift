@@ -147,6 +147,22 @@ final class ProcessTests: XCTestCase {
         XCTAssertEqual(s.endStatus, 0)
     }
 
+    /// maps_exit.c, with the collector's process.c: a process killed while the collector
+    /// reads its long /proc/PID/maps gives a list cut short, without the segment. That is
+    /// "cannot tell", not "not mapped": the collector took it for an exec, and the process's
+    /// trace then ended "exec'd another program" (in every one of 30 such rounds before).
+    func testAMapsListCutShortByAnExitIsNoExec() throws {
+        let exe = try Fixture.buildWithCollector("maps_exit.c", ["process.c"], flags: ["-D_GNU_SOURCE", "-pthread"])
+        let r = try runProcess(exe, [], timeout: 120)
+        XCTAssertStatus(r, 0)
+        let lines = r.stdoutText.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.first, "alive: found 3, not mapped 0, cannot tell 0", r.transcript)
+        let killed = try XCTUnwrap(lines.last, r.transcript)
+        XCTAssertTrue(killed.hasPrefix("killed while reading: "), r.transcript)
+        XCTAssertTrue(killed.contains("not mapped 0,"), "a cut list read as an exec: \(killed)")
+        XCTAssertFalse(killed.hasSuffix("cannot tell 0"), "no round was killed while reading: \(killed)")
+    }
+
     /// nofdfork.c: with no descriptor left, the shim cannot connect for a forked child,
     /// which runs untraced. heapgen says so, with the reason; the next child, forked with
     /// descriptors to spare, is traced (with the 32 bytes it keeps).

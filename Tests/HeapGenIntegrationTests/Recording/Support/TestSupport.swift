@@ -27,9 +27,9 @@ enum Fixture {
 
     /// `build` with some of the collector's own C files (Sources/CHeapGenCollector)
     /// compiled in: for tests of its readers on memory a fixture makes by hand.
-    static func buildWithCollector(_ source: String, _ collectorFiles: [String]) throws -> String {
+    static func buildWithCollector(_ source: String, _ collectorFiles: [String], flags: [String] = []) throws -> String {
         let support = TestPaths.repoRoot + "/Sources/CHeapGenCollector"
-        return try build(source, flags: ["-I", support + "/include"] + collectorFiles.map { support + "/" + $0 })
+        return try build(source, flags: flags + ["-I", support + "/include"] + collectorFiles.map { support + "/" + $0 })
     }
 }
 
