@@ -150,7 +150,7 @@ final class ProcessTests: XCTestCase {
     /// maps_exit.c, with the collector's process.c: a process killed while the collector
     /// reads its long /proc/PID/maps gives a list cut short, without the segment. That is
     /// "cannot tell", not "not mapped": the collector took it for an exec, and the process's
-    /// trace then ended "exec'd another program" (in every one of 30 such rounds before).
+    /// trace then ended "exec'd another program" (8 rounds of 8 here, before).
     func testAMapsListCutShortByAnExitIsNoExec() throws {
         let exe = try Fixture.buildWithCollector("maps_exit.c", ["process.c"], flags: ["-D_GNU_SOURCE", "-pthread"])
         let r = try runProcess(exe, [], timeout: 120)
