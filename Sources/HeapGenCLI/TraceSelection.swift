@@ -13,11 +13,15 @@ import HeapGenTrace
 /// own marks, `heapgen mark`, or `--mark-every`); without any, the last program the
 /// started process exec'd.
 enum TraceSelection {
-    /// The traces to report on, in `written` order: every trace with a mark, else the
-    /// last image of `root`'s exec chain.
+    /// The traces to report on: every trace with a mark, else the last image of `root`'s
+    /// exec chain. That image comes first when it has marks (the one JSON and HTML show):
+    /// with `--mark-every`, a wrapper that ran a while before it exec'd the program (a shell
+    /// script, pyenv's shims) has marks too, and it was written first.
     static func subjects(root: String, written: [String]) -> [String] {
         let marked = written.filter { markCount($0) > 0 }
-        return marked.isEmpty ? [lastImage(root: root, others: written)] : marked
+        let program = lastImage(root: root, others: written)
+        guard !marked.isEmpty else { return [program] }
+        return marked.contains(program) ? [program] + marked.filter { $0 != program } : marked
     }
 
     /// Mark records in `trace`; 0 when it cannot be read (the report says why later).

@@ -28,6 +28,19 @@ final class ExternalMarkReportTests: XCTestCase {
         XCTAssertEqual(r.findings.count, 1, r.findingsSummary)
     }
 
+    /// The same program started by a shell script that runs 0.5 s first: the script gets
+    /// timer marks too, and its trace is written first. The report (JSON shows one) is on
+    /// the program the script exec'd, with its leak; it was on the script, with none.
+    func testMarkEveryReportsTheProgramAWrapperExecd() throws {
+        let fixture = try ReportFixture.c("external.c")
+        let run = try HeapGenCLI.runJSON("/bin/sh", ["-c", "sleep 0.5; exec \"$0\" timed 8 150", fixture],
+                                         flags: ["--mark-every", "150ms"])
+        let r = run.report
+        XCTAssertEqual(r.program["path"] as? String, fixture, "\(r)")
+        XCTAssertEqual(r.findings(function: "leak_two").map(\.kind), ["abandoned"], r.findingsSummary)
+        XCTAssertTrue(r.notes.contains { $0.contains("more traces have generation marks") }, "\(r.notes)")
+    }
+
     /// The test drives the cycles through FIFOs and marks each with `heapgen mark PID`.
     func testMarkCommandBetweenDrivenCycles() throws {
         try markDrivenCycles(mode: "driven", cycles: 6)
