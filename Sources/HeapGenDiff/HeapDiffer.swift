@@ -16,7 +16,7 @@ import HeapGenTrace
 /// per-site counts are taken at the two points. Sites are then named by their symbolicated
 /// frames and matched by a key made of the Swift type name and the function, file and line
 /// of up to ``depth`` frames from the user frame (``OwnCode/firstUserFrame(_:)``) outwards,
-/// none past an executor's or queue's job entry (``OwnCode/isSchedulerEntry(_:)``),
+/// none past an executor's or queue's job entry (``OwnCode/jobEntry(_:)``),
 /// a frame without a name counting as `module+0xOFFSET`: never by address, so the match
 /// survives ASLR and rebuilds. Sites with one key are summed into one entry.
 public struct HeapDiffer {
@@ -220,8 +220,8 @@ struct MatchKey: Hashable {
         // Not past the frame where an executor or queue ran the job: the frames outside it
         // change with the worker thread that took it.
         var end = min(stack.frames.count, first + depth)
-        if let entry = stack.frames[first..<end].firstIndex(where: { $0.function.map(OwnCode.isSchedulerEntry) ?? false }) {
-            end = entry + 1
+        if let entry = OwnCode.jobEntry(stack.frames[first...].lazy.map(\.function)) {
+            end = min(end, entry + 1)
         }
         frames = (first..<end).map { i in
             let f = stack.frames[i]

@@ -35,7 +35,7 @@ public enum SourceSites {
 
     /// The source path of a stack: equal for one source call path; `nil` for no frames.
     /// It ends at the innermost frame where an executor or queue ran the job
-    /// (``OwnCode/isSchedulerEntry(_:)``): a Swift task's allocation is one site whichever
+    /// (``OwnCode/jobEntry(_:)``): a Swift task's allocation is one site whichever
     /// worker path resumed it (split in two, each half missed cycles and one only grew "since
     /// cycle 4").
     static func pathKey(_ frames: [Report.Frame]) -> [String]? {
@@ -47,12 +47,10 @@ public enum SourceSites {
     }
 
     /// `frames` (innermost first) up to and with the innermost frame where an executor or a
-    /// queue ran the job (``OwnCode/isSchedulerEntry(_:)``); all of them without one. What
-    /// lies outside changes from run to run with the thread that took the job.
+    /// queue ran the job (``OwnCode/jobEntry(_:)``); all of them without one. What lies
+    /// outside changes from run to run with the thread that took the job.
     public static func jobFrames(_ frames: ArraySlice<Report.Frame>) -> ArraySlice<Report.Frame> {
-        guard let entry = frames.firstIndex(where: { $0.function.map(OwnCode.isSchedulerEntry) ?? false }) else {
-            return frames
-        }
+        guard let entry = OwnCode.jobEntry(frames.lazy.map(\.function)) else { return frames }
         return frames[...entry]
     }
 

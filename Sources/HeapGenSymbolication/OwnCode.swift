@@ -114,8 +114,33 @@ public enum OwnCode {
         schedulerEntryPrefixes.contains { function.hasPrefix($0) }
     }
 
+    /// The position in `functions` (a stack's demangled names, innermost first) of the
+    /// innermost scheduler entry (``isSchedulerEntry(_:)``), or nil. A callout made by a
+    /// synchronous dispatch (`DispatchQueue.sync`, `dispatch_sync`) is none: that block runs
+    /// on its caller's thread, for its caller, whose frames tell sites apart.
+    public static func jobEntry<C: Collection>(_ functions: C) -> C.Index? where C.Element == String? {
+        var i = functions.startIndex
+        while i != functions.endIndex {
+            let next = functions.index(after: i)
+            if let f = functions[i], isSchedulerEntry(f) {
+                let caller = next == functions.endIndex ? nil : functions[next]
+                if !(f.hasPrefix("_dispatch_client_callout") && caller.map(isSynchronousDispatch) == true) { return i }
+            }
+            i = next
+        }
+        return nil
+    }
+
+    private static func isSynchronousDispatch(_ function: String) -> Bool {
+        syncDispatchPrefixes.contains { function.hasPrefix($0) }
+    }
+
     private static let schedulerEntryPrefixes = [
         "swift::runJobInEstablishedExecutorContext(", "swift_job_run", "_dispatch_client_callout",
+    ]
+    private static let syncDispatchPrefixes = [
+        "_dispatch_sync", "_dispatch_lane_barrier_sync", "_dispatch_barrier_sync", "dispatch_sync",
+        "dispatch_barrier_sync", "_dispatch_async_and_wait", "dispatch_async_and_wait",
     ]
 
     /// True if a frame with this module, function and file is the program's own code

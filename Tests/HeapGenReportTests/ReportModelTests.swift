@@ -220,6 +220,15 @@ final class SourceSitesTests: XCTestCase {
         XCTAssertEqual(SourceSites.pathKey(viaLane)?.count, 3)
         let plain = Array(viaLane.prefix(2))
         XCTAssertNotEqual(SourceSites.pathKey(plain + [viaLane[4]]), SourceSites.pathKey(plain + [viaPop[4]]))
+        // A block run by DispatchQueue.sync runs for its caller: its callers still count.
+        func synced(from caller: String) -> [ModelReport.Frame] {
+            (["closure #1 in work", "_dispatch_client_callout", "_dispatch_sync_invoke_and_complete", caller, "main"])
+                .enumerated().map { i, name in
+                    ModelReport.Frame(function: name, file: nil, line: nil, column: nil, module: "/app", address: UInt64(i + 1))
+                }
+        }
+        XCTAssertNotEqual(SourceSites.pathKey(synced(from: "fromA")), SourceSites.pathKey(synced(from: "fromB")))
+        XCTAssertEqual(SourceSites.pathKey(synced(from: "fromA"))?.count, 5)
     }
 
     /// gcc peels the first iteration: stack 1 allocates in cycle 1 only (alone a cache), stack 2
