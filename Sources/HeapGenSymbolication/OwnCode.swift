@@ -29,8 +29,9 @@ import Synchronization
 /// asked for memory, not after the wrapper every allocation goes through: redis's `zmalloc`
 /// family, `xmalloc` & co (GNU), GLib's `g_malloc`/`g_new`/`g_slice_alloc` family, PHP's
 /// `emalloc`/`ecalloc`, CPython's `PyMem_*`/`PyObject_Malloc` family, every `operator new`
-/// variant, `swift_slowAlloc`/`swift_allocObject` (``isAllocationWrapper(_:)``), and the names given with `--alloc-fn`
-/// (``setAllocationFunctions(_:)``), as valgrind massif's `--alloc-fn` does.
+/// variant, `swift_slowAlloc`/`swift_allocObject` (``isAllocationWrapper(_:)``), and the
+/// names given with `--alloc-fn` (``setAllocationFunctions(_:)``), as valgrind massif's
+/// `--alloc-fn` does.
 ///
 /// Shared objects that merely live in the system library directories (`/usr/lib`, `/lib`…),
 /// say libcurl, are second choice: when no frame is own code by the rules above *and*
@@ -105,39 +106,30 @@ public enum OwnCode {
         return false
     }
 
-    /// True if `function` (demangled) is where an executor or a queue runs one job: Swift
+    /// The position in `functions` (a stack's demangled names, innermost first) of the
+    /// innermost frame where an executor or a queue runs one job, or nil: Swift
     /// concurrency's `swift::runJobInEstablishedExecutorContext` and `swift_job_run`,
     /// libdispatch's `_dispatch_client_callout`. The frames outside it say which thread or
     /// queue path ran the job, which changes from run to run, not which code allocated (a
-    /// task's callers are not on the machine stack at all).
-    public static func isSchedulerEntry(_ function: String) -> Bool {
-        schedulerEntryPrefixes.contains { function.hasPrefix($0) }
-    }
-
-    /// The position in `functions` (a stack's demangled names, innermost first) of the
-    /// innermost scheduler entry (``isSchedulerEntry(_:)``), or nil. A callout made by a
-    /// synchronous dispatch (`DispatchQueue.sync`, `dispatch_sync`) is none: that block runs
-    /// on its caller's thread, for its caller, whose frames tell sites apart.
+    /// task's callers are not on the machine stack at all). A callout made by a synchronous
+    /// dispatch (`DispatchQueue.sync`, `dispatch_sync`) is none: that block runs on its
+    /// caller's thread, for its caller, whose frames tell sites apart.
     public static func jobEntry<C: Collection>(_ functions: C) -> C.Index? where C.Element == String? {
         var i = functions.startIndex
         while i != functions.endIndex {
             let next = functions.index(after: i)
-            if let f = functions[i], isSchedulerEntry(f) {
+            if let f = functions[i], jobEntryPrefixes.contains(where: f.hasPrefix) {
                 let caller = next == functions.endIndex ? nil : functions[next]
-                if !(f.hasPrefix("_dispatch_client_callout") && caller.map(isSynchronousDispatch) == true) { return i }
+                let synchronous = caller.map { c in syncDispatchPrefixes.contains(where: c.hasPrefix) } ?? false
+                if !(f.hasPrefix(callout) && synchronous) { return i }
             }
             i = next
         }
         return nil
     }
 
-    private static func isSynchronousDispatch(_ function: String) -> Bool {
-        syncDispatchPrefixes.contains { function.hasPrefix($0) }
-    }
-
-    private static let schedulerEntryPrefixes = [
-        "swift::runJobInEstablishedExecutorContext(", "swift_job_run", "_dispatch_client_callout",
-    ]
+    private static let callout = "_dispatch_client_callout"
+    private static let jobEntryPrefixes = ["swift::runJobInEstablishedExecutorContext(", "swift_job_run", callout]
     private static let syncDispatchPrefixes = [
         "_dispatch_sync", "_dispatch_lane_barrier_sync", "_dispatch_barrier_sync", "dispatch_sync",
         "dispatch_barrier_sync", "_dispatch_async_and_wait", "dispatch_async_and_wait",

@@ -206,26 +206,26 @@ final class SourceSitesTests: XCTestCase {
     /// the executor's job entry, whatever lies outside it. Without that entry, the frames
     /// outside still count.
     func testPathKeyEndsAtTheExecutorsJobEntry() {
-        func stack(_ outer: [String]) -> [ModelReport.Frame] {
-            (["Registry.open(_:)", "closure #1 in main", "swift::runJobInEstablishedExecutorContext(swift::Job*)"]
-                + outer).enumerated().map { i, name in
-                ModelReport.Frame(function: name, file: i < 2 ? "/src/main.swift" : nil, line: i < 2 ? 10 + i : nil,
-                                  column: nil, module: i < 2 ? "/app" : "/lib/libswift_Concurrency.so",
+        /// Frames of `names`, innermost first; the first `own` in the program's source.
+        func stack(_ names: [String], own: Int) -> [ModelReport.Frame] {
+            names.enumerated().map { i, name in
+                ModelReport.Frame(function: name, file: i < own ? "/src/main.swift" : nil, line: i < own ? 10 + i : nil,
+                                  column: nil, module: i < own ? "/app" : "/lib/libswift_Concurrency.so",
                                   address: UInt64(0x100 * (i + 1)))
             }
         }
-        let viaLane = stack(["swift_job_run", "_dispatch_lane_serial_drain", "start_thread"])
-        let viaPop = stack(["swift_job_run", "_dispatch_continuation_pop", "_dispatch_worker_thread2", "start_thread"])
+        let task = ["Registry.open(_:)", "closure #1 in main", "swift::runJobInEstablishedExecutorContext(swift::Job*)"]
+        let viaLane = stack(task + ["swift_job_run", "_dispatch_lane_serial_drain", "start_thread"], own: 2)
+        let viaPop = stack(task + ["swift_job_run", "_dispatch_continuation_pop", "_dispatch_worker_thread2", "start_thread"],
+                           own: 2)
         XCTAssertEqual(SourceSites.pathKey(viaLane), SourceSites.pathKey(viaPop))
         XCTAssertEqual(SourceSites.pathKey(viaLane)?.count, 3)
         let plain = Array(viaLane.prefix(2))
         XCTAssertNotEqual(SourceSites.pathKey(plain + [viaLane[4]]), SourceSites.pathKey(plain + [viaPop[4]]))
         // A block run by DispatchQueue.sync runs for its caller: its callers still count.
         func synced(from caller: String) -> [ModelReport.Frame] {
-            (["closure #1 in work", "_dispatch_client_callout", "_dispatch_sync_invoke_and_complete", caller, "main"])
-                .enumerated().map { i, name in
-                    ModelReport.Frame(function: name, file: nil, line: nil, column: nil, module: "/app", address: UInt64(i + 1))
-                }
+            stack(["closure #1 in work", "_dispatch_client_callout", "_dispatch_sync_invoke_and_complete", caller, "main"],
+                  own: 0)
         }
         XCTAssertNotEqual(SourceSites.pathKey(synced(from: "fromA")), SourceSites.pathKey(synced(from: "fromB")))
         XCTAssertEqual(SourceSites.pathKey(synced(from: "fromA"))?.count, 5)
