@@ -11,7 +11,8 @@ public struct AnalysisOptions: Sendable, Equatable, Codable {
     /// At least 2 cycles must remain after the warm-up, else there are no growth findings.
     public var warmUp: Int
     /// Judged cycles that may show no growth while a site is still called abandoned (default 1):
-    /// a site is abandoned if it grew in at least `judged cycles - toleratedMisses` of them.
+    /// a site is abandoned if it grew in at least `judged cycles - toleratedMisses` of them,
+    /// and in more than half of them (with 2 judged cycles, in both).
     public var toleratedMisses: Int
     /// A cycle counts as growth only if its live bytes rose by at least this much (0 = any rise).
     public var minBytesPerCycle: Int

@@ -140,12 +140,14 @@ enum Classifier {
             aboveSetupAtSnapshot: aboveSetup)
         guard judged >= 2 else { return verdict }
 
-        // Abandoned: growth in every judged cycle but `toleratedMisses`, net growth over
-        // them, and still above their opening level at the final snapshot.
+        // Abandoned: growth in every judged cycle but `toleratedMisses`, and in more than half
+        // of them, net growth over them, and still above their opening level at the final
+        // snapshot. (Without the majority, 2 judged cycles with one miss allowed would call a
+        // lazy initialisation in the second cycle abandoned: 1 of 2.)
         let open = curve.value(at: warmUp), close = curve.value(at: cycles)
         let netGrowth = close.objects > open.objects || close.bytes > open.bytes
         let aboveOpening = curve.snapshotObjects > open.objects || curve.snapshotBytes > open.bytes
-        if withGrowth >= max(1, judged - max(0, options.toleratedMisses)) && netGrowth && aboveOpening {
+        if withGrowth >= Self.growingCyclesNeeded(judged: judged, options: options) && netGrowth && aboveOpening {
             verdict.kind = .abandoned
             return verdict
         }
@@ -175,6 +177,12 @@ enum Classifier {
             verdict.kind = .cache
         }
         return verdict
+    }
+
+    /// Cycles of `judged` in which a site must grow to be abandoned: all but
+    /// ``AnalysisOptions/toleratedMisses``, and more than half.
+    static func growingCyclesNeeded(judged: Int, options: AnalysisOptions) -> Int {
+        max(judged - max(0, options.toleratedMisses), judged / 2 + 1)
     }
 
     /// Judged cycles a leak that starts mid-run must span at least.

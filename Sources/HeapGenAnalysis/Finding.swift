@@ -9,8 +9,8 @@
 public struct Finding: Codable, Sendable, Equatable, PerCycleSeries {
     /// Kinds, in report order.
     public enum Kind: String, Codable, Sendable, CaseIterable {
-        /// Grew in every judged cycle (up to ``AnalysisOptions/toleratedMisses`` misses),
-        /// grew overall, and was still above its level at the start of the judged cycles at
+        /// Grew in every judged cycle (up to ``AnalysisOptions/toleratedMisses`` misses, and in
+        /// more than half of them), grew overall, and was still above its level at the start of the judged cycles at
         /// the final snapshot: memory still referenced but never used again.
         case abandoned
         /// Some block of the site live at the end of the trace is in

@@ -84,6 +84,37 @@ final class ClassificationTests: XCTestCase {
         XCTAssertEqual(lenient.finding(stack: 2)?.kind, .abandoned)
     }
 
+    /// The tolerance never lets half the judged cycles miss: with 2 judged cycles, a site that
+    /// grew once (a lazy initialisation in the second cycle) is no staircase; one that grew in
+    /// both is. With 3 judged cycles one miss is still allowed.
+    func testTheToleranceNeedsAMajorityOfGrowingCycles() throws {
+        func analyze(_ grows: [Bool], tolerate: Int = 1) throws -> Analysis {
+            let t = try TraceBuilder()
+            t.mark()
+            for g in grows {
+                if g { t.alloc(size: 16, stack: 2) }
+                t.mark()
+            }
+            return try GenerationAnalyzer.analyze(path: t.path, options: AnalysisOptions(toleratedMisses: tolerate))
+        }
+        // Warm-up, then 2 judged cycles.
+        let once = try analyze([false, false, true])
+        XCTAssertEqual(once.judgedCycles, 2)
+        XCTAssertNil(once.finding(stack: 2), "1 of 2 judged cycles: \(once.findings)")
+        // Grew, then flat over the last half: a cache, as before, but no longer abandoned.
+        XCTAssertEqual(try analyze([false, true, false]).finding(stack: 2)?.kind, .cache)
+        XCTAssertEqual(try analyze([true, true, false], tolerate: 5).finding(stack: 2)?.kind, .cache,
+                       "no tolerance reaches half")
+        let both = try XCTUnwrap(try analyze([false, true, true]).finding(stack: 2))
+        XCTAssertEqual(both.kind, .abandoned)
+        XCTAssertEqual(both.cyclesWithGrowth, 2)
+        // 3 judged cycles: 2 of 3 is a majority and within one miss.
+        XCTAssertEqual(try analyze([false, true, false, true]).finding(stack: 2)?.kind, .abandoned)
+        // 4 judged cycles with 2 misses allowed still need 3.
+        XCTAssertNil(try analyze([false, true, false, true, false], tolerate: 2).finding(stack: 2))
+        XCTAssertEqual(try analyze([false, true, false, true, true], tolerate: 2).finding(stack: 2)?.kind, .abandoned)
+    }
+
     func testCacheFilledInFirstCycle() throws {
         let t = try TraceBuilder()
         t.mark()
