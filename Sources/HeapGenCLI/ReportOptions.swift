@@ -80,27 +80,27 @@ struct ReportOptions: ParsableArguments {
     /// Prints `report` in the chosen format to standard output or writes it to ``output``.
     /// Failures print one line and become exit status 125.
     func emit(_ report: Report) throws {
-        try emit([report])
+        try emit(MarkedReports([report]))
     }
 
-    /// Prints the reports on several traces of one recording: in text one after the
-    /// other (each names its program); in JSON (one heapgen-report/1 document) the
-    /// first, with a note naming the others.
-    func emit(_ reports: [Report]) throws {
-        guard var first = reports.first else { return }
+    /// Prints the reports on several traces of one recording: in text each one shown whole
+    /// (each names its program), then the summary of the rest; in JSON (one heapgen-report/1
+    /// document) and HTML the first, with notes on the others.
+    func emit(_ reports: MarkedReports) throws {
+        guard var first = reports.whole.first else { return }
         if let html {
-            try OutputFile.emit(HTMLReport.render(Self.withOthersNoted(reports)), to: html, what: "HTML report")
+            var page = first
+            page.notes += reports.note(format: "html")
+            try OutputFile.emit(HTMLReport.render(page), to: html, what: "HTML report")
         }
         let text: String
         switch format {
         case .text:
             let color = output == nil && TextStyle.shouldColor(fileDescriptor: 1)
-            text = reports.map { TextReport.render($0, color: color) }.joined(separator: "\n")
+            text = (reports.whole.map { TextReport.render($0, color: color) } + [reports.textSummary].compactMap { $0 })
+                .joined(separator: "\n")
         case .json:
-            if reports.count > 1 {
-                let others = reports.dropFirst().map(\.trace)
-                first.notes.append("\(others.count) more trace\(others.count == 1 ? " has" : "s have") generation marks and a report of \(others.count == 1 ? "its" : "their") own (heapgen report TRACE --format json): \(others.joined(separator: ", "))")
-            }
+            first.notes += reports.note(format: "json")
             do {
                 text = try JSONReport.render(first)
             } catch {
@@ -108,18 +108,9 @@ struct ReportOptions: ParsableArguments {
                 throw ExitCode(ExitCodes.heapgenFailed)
             }
         case .html:
-            text = HTMLReport.render(Self.withOthersNoted(reports))
+            first.notes += reports.note(format: "html")
+            text = HTMLReport.render(first)
         }
         try OutputFile.emit(text, to: output, what: "report")
-    }
-
-    /// The first report, with a note naming the other traces' reports (HTML shows one trace).
-    static func withOthersNoted(_ reports: [Report]) -> Report {
-        var first = reports[0]
-        let others = reports.dropFirst().map(\.trace)
-        if !others.isEmpty {
-            first.notes.append("\(others.count) more trace\(others.count == 1 ? " has" : "s have") generation marks and a report of \(others.count == 1 ? "its" : "their") own (heapgen report TRACE --format html): \(others.joined(separator: ", "))")
-        }
-        return first
     }
 }

@@ -21,7 +21,9 @@ struct RunCommand: ParsableCommand {
             The program's standard input, output and error are untouched; the report goes to \
             standard output after the program has finished (or to --output), heapgen's own \
             messages to standard error. If the program exec'd another program, the report is \
-            on the last program that process ran.
+            on the last program that process ran. If generations were marked in other \
+            processes (children, a launcher's test binary), each of those with abandoned or \
+            leaked memory gets a report too; the others share one summary, a line per program.
 
             The trace is a temporary file, removed afterwards, unless --trace names it or \
             --keep-trace keeps it.
@@ -123,12 +125,16 @@ struct RunCommand: ParsableCommand {
             notes.append("This report is on \(subjects[0]), the trace with generation marks; \(root) is the program heapgen started.")
         }
         if removeTraces {
-            notes.append("The trace\(written.count > 1 ? "s were temporary files and have" : " was a temporary file and has") been removed (--keep-trace or --trace keeps \(written.count > 1 ? "them" : "it")).")
+            notes.append(written.count > 1
+                ? "The \(written.count) traces of this recording (one per process image) were temporary files and have been removed (--keep-trace or --trace keeps them)."
+                : "The trace was a temporary file and has been removed (--keep-trace or --trace keeps it).")
         }
         var results: [Report] = []
         for subject in subjects {
             do {
-                results.append(try report.makeReport(trace: subject, otherTraces: written.filter { $0 != subject },
+                // Removed traces are not listed: nothing could report on them.
+                results.append(try report.makeReport(trace: subject,
+                                                     otherTraces: removeTraces ? [] : written.filter { $0 != subject },
                                                      notes: notes))
             } catch {
                 standardError("heapgen: cannot report on \(subject): \(error)\n")
@@ -139,7 +145,8 @@ struct RunCommand: ParsableCommand {
         if let policy {
             for i in results.indices { verdicts.append(gate.judge(&results[i], policy: policy)) }
         }
-        try report.emit(results)
+        try report.emit(MarkedReports(results, failing: Set(verdicts.indices.filter { verdicts[$0].failed }),
+                                      tracesKept: !removeTraces))
         // Leaks are judged in every process image the scan found some in (a forked child
         // that leaks fails the run, as under LeakSanitizer), not only in the reported ones.
         var gated = results

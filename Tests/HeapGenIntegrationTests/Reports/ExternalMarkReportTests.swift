@@ -38,7 +38,36 @@ final class ExternalMarkReportTests: XCTestCase {
         let r = run.report
         XCTAssertEqual(r.program["path"] as? String, fixture, "\(r)")
         XCTAssertEqual(r.findings(function: "leak_two").map(\.kind), ["abandoned"], r.findingsSummary)
-        XCTAssertTrue(r.notes.contains { $0.contains("more traces have generation marks") }, "\(r.notes)")
+        // The script and its `sleep`, where nothing grew, are one note.
+        XCTAssertTrue(r.notes.contains("2 more process images had generation marks, and nothing grew or leaked in them: sh (1), sleep (1)."),
+                      "\(r.notes)")
+    }
+
+    /// A script that runs two helpers (`sleep`, long enough for timer marks), the leaking
+    /// program, then exec's it again: in text, both runs of the program are reported whole,
+    /// and the script and its helpers, where nothing grew, are one summary, not a report each.
+    func testMarkEverySummarizesTheImagesWhereNothingGrew() throws {
+        let fixture = try ReportFixture.c("external.c")
+        let script = "sleep 0.4; sleep 0.4; \"$0\" timed 8 150; exec \"$0\" timed 8 150"
+        let run = try HeapGenCLI.run(["run", "--mark-every", "150ms", "--", "/bin/sh", "-c", script, fixture])
+        XCTAssertEqual(run.status, 0, run.transcript)
+        let text = run.stdoutText
+        let headers = text.split(separator: "\n").filter { $0.hasPrefix("heapgen: ") }
+        XCTAssertEqual(headers.filter { $0.hasPrefix("heapgen: external (pid ") }.count, 2, text)
+        XCTAssertEqual(text.components(separatedBy: "1. blocks from leak_two ").count - 1, 2, "one finding in each report:\n\(text)")
+        XCTAssertFalse(headers.contains { $0.hasPrefix("heapgen: sleep (pid") || $0.hasPrefix("heapgen: sh (pid") }, text)
+        // The summary: sh and two sleeps, each with at least one mark.
+        guard let summary = text.range(of: "had generation marks, and nothing grew or leaked in them:") else {
+            return XCTFail("no summary:\n\(text)")
+        }
+        let rows = text[summary.upperBound...].split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        XCTAssertTrue(headers.last?.hasPrefix("heapgen: 3 more process images") == true, "\(headers)")
+        XCTAssertTrue(rows.contains { $0.hasPrefix("sh ") && $0.contains(" 1 image, ") }, "\(rows)")
+        XCTAssertTrue(rows.contains { $0.hasPrefix("sleep ") && $0.contains(" 2 images, ") }, "\(rows)")
+        XCTAssertEqual(rows.last, "(their traces were temporary; --keep-trace keeps them)", "\(rows)")
+        // Temporary traces are gone, so no report lists them.
+        XCTAssertFalse(text.contains("Other traces"), text)
+        XCTAssertTrue(text.contains("traces of this recording (one per process image) were temporary files"), text)
     }
 
     /// The test drives the cycles through FIFOs and marks each with `heapgen mark PID`.
