@@ -54,6 +54,9 @@ public struct Analysis: Codable, Sendable, Equatable {
     /// Suppression lines the program's `__lsan_default_suppressions()` returned at exit
     /// (`heapgen record --leaks`); `nil` if it defines none.
     public var programSuppressions: String?
+    /// The first frees of addresses that were not live (``StrayFreeExplainer/maxExplained``),
+    /// explained; ``AnalysisTotals/untrackedFrees`` counts them all. Not encoded.
+    public var strayFrees: [StrayFree] = []
     /// The curves of every site, for ``regrouped(by:)``. Neither encoded nor compared.
     var regrouping = RegroupingData()
     /// Stacks the recording cut at its frame limit (`stackTruncated` records): their

@@ -21,7 +21,8 @@ public struct AnalysisTotals: Codable, Sendable, Equatable {
     public var liveAtExitObjects: UInt64 = 0
     /// Requested bytes live at the end of the trace.
     public var liveAtExitBytes: UInt64 = 0
-    /// Frees of addresses that were not live (allocated before tracing began). Not an error.
+    /// Frees of addresses that were not live: double frees, pointers into blocks, memory
+    /// heapgen did not see allocated (``Analysis/strayFrees`` explains the first ones).
     public var untrackedFrees: UInt64 = 0
     /// reallocUndo records with no pending realloc of that address (ignored).
     public var unmatchedReallocUndos: UInt64 = 0

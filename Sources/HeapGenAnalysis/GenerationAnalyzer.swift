@@ -93,6 +93,9 @@ public struct GenerationAnalyzer {
     var peakEpoch: UInt32 = 0
     var totals = AnalysisTotals()
     var recordIndex: UInt64 = 0
+    /// The first frees of addresses that were not live (record, address), for
+    /// ``StrayFreeExplainer``.
+    var strays: [(record: UInt64, address: UInt64)] = []
     /// Keeps the loads of the batched consume from being optimised away.
     var touchSink: UInt64 = 0
 
@@ -173,7 +176,9 @@ public struct GenerationAnalyzer {
                     continue
                 }
             }
-            return analyzer.finish()
+            var analysis = analyzer.finish()
+            analysis.strayFrees = try StrayFreeExplainer.explain(path: path, strays: analyzer.strays, into: &analysis)
+            return analysis
         }
     }
 
@@ -341,6 +346,7 @@ public struct GenerationAnalyzer {
         current.frees &+= 1
         guard let block = table.apply(realloc ? .reallocFree(address: address) : .free(address: address)).removed else {
             totals.untrackedFrees &+= 1
+            if strays.count < StrayFreeExplainer.maxExplained { strays.append((recordIndex, address)) }
             return
         }
         released(block)

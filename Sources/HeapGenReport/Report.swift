@@ -45,6 +45,9 @@ public struct Report: Codable, Sendable, Equatable {
     public var programSuppressions: String?
     /// The reference-graph scan behind the findings' retention answers; nil without one.
     public var retentionScan: RetentionScan? = nil
+    /// The first frees of addresses that were not live, explained (double frees, pointers into
+    /// blocks); nil (absent in JSON) when the trace has none.
+    public var strayFrees: [StrayFree]? = nil
 
     /// Creates a report (``ReportBuilder`` makes these; public for tests and tools).
     public init(trace: String, program: Program, options: Options, totals: Totals, cycles: Int,

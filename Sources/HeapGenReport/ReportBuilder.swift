@@ -71,6 +71,7 @@ public struct ReportBuilder {
             stackIDs.append(site.stackID)
         }
         for id in liveSites.map(\.stackID) where seenStacks.insert(id).inserted { stackIDs.append(id) }
+        for id in analysis.strayFrees.compactMap(\.blockStack) where seenStacks.insert(id).inserted { stackIDs.append(id) }
 
         // The symbols the trace stored when it was recorded come first (StoredSymbols).
         let symbolicated = symbolication.symbolicate(stackIDs, of: analysis, trace: trace)
@@ -137,6 +138,15 @@ public struct ReportBuilder {
                                           startup: startup),
             otherTraces: otherTraces, notes: notes, programSuppressions: analysis.programSuppressions)
         report.retentionScan = retentionScan
+        if !analysis.strayFrees.isEmpty {
+            report.strayFrees = analysis.strayFrees.map { s in
+                Report.StrayFree(cause: s.cause, function: s.function, address: s.address, event: s.event,
+                                 blockAddress: s.blockAddress, blockSize: s.blockSize,
+                                 blockFreedAtEvent: s.blockFreedAtEvent,
+                                 typeName: s.blockType.flatMap { $0 == 0 ? nil : analysis.typeNames[$0] },
+                                 frames: s.blockStack.flatMap { frames[$0] } ?? [])
+            }
+        }
         return report
     }
 

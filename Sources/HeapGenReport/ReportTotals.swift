@@ -23,7 +23,7 @@ extension Report {
         public var producerWaitNanoseconds: UInt64
         /// Events the shim could not record (normally 0).
         public var lostEvents: UInt64
-        /// Frees of blocks allocated before tracing began.
+        /// Frees of addresses that were not live (``Report/strayFrees`` explains the first ones).
         public var untrackedFrees: UInt64
         /// Allocations recorded without their stack (the shim's stack store was full): their
         /// sites are unknown. 0 when every stack was stored; reports made before the field

@@ -39,6 +39,10 @@ public enum TextReport {
         lines += findings(report, style)
         lines.append("")
         lines += liveAtExit(report, style)
+        if let strays = report.strayFrees, !strays.isEmpty {
+            lines.append("")
+            lines += strayFrees(strays, total: report.totals.untrackedFrees, style)
+        }
         if !report.otherTraces.isEmpty {
             lines.append("")
             lines += otherTraces(report, style)
@@ -49,6 +53,24 @@ public enum TextReport {
             for note in report.notes { lines.append("  - " + note) }
         }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Frees of addresses that were not live: each explained, with the block's allocation
+    /// stack (2 frames from the program's own code), then how many more there were.
+    static func strayFrees(_ strays: [Report.StrayFree], total: UInt64, _ style: TextStyle) -> [String] {
+        let n = max(total, UInt64(strays.count))
+        var lines = [style.bold("Frees of addresses that were not live") + " (\(HumanUnits.count(n)))"]
+        for s in strays {
+            lines.append("  " + s.summary)
+            let shown = shownFrames(s.frames, from: OwnCode.firstUserFrame(s.frames), limit: 2)
+            for (i, frame) in shown.enumerated() {
+                lines.append("      " + (i == 0 ? style.dim("allocated at ") : "             ") + frameText(frame, style))
+            }
+        }
+        if n > UInt64(strays.count) {
+            lines.append(style.dim("  … and \(HumanUnits.count(n - UInt64(strays.count))) more (heapgen info TRACE lists the first \(TraceSummary.maxProblemLines))"))
+        }
+        return lines
     }
 
     /// Other traces listed by name before "… and N more".
