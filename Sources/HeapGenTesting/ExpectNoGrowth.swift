@@ -8,7 +8,8 @@ import HeapGenControlProtocol
 /// A site *grows* in a cycle when its live objects or bytes at the cycle's closing
 /// mark exceed those at its opening mark; with thresholds, the rise must reach them.
 /// A site fails the expectation when it grew in every judged cycle but
-/// ``misses`` ("a staircase"), and is still above its level at the end.
+/// ``misses``, and in more than half of them ("a staircase"), and is still above its level
+/// at the end.
 public struct GrowthTolerance: Sendable, Equatable {
     /// A cycle counts as growth only if the site's live bytes rose by at least this much (0: any rise).
     public var bytesPerCycle: Int
