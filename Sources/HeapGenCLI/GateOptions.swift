@@ -124,19 +124,29 @@ struct GateOptions: ParsableArguments {
     }
 
     /// The same for the verdicts on several traces of one recording (`verdicts[i]` on
-    /// `reports[i]`): each verdict's lines under a line naming its program; the baseline
-    /// holds the findings of all of them; JUnit, Markdown and SARIF describe the first
-    /// failing verdict (else the first).
+    /// `reports[i]`): the first verdict's lines and every failed one's, each under a line
+    /// naming its program, then one line for the other passed ones (a wrapper's helpers under
+    /// `--mark-every`); the baseline holds the findings of all of them; JUnit, Markdown and
+    /// SARIF describe the first failing verdict (else the first).
     func finish(_ verdicts: [GateVerdict], reports: [Report]) throws {
         guard !verdicts.isEmpty, verdicts.count == reports.count else { return }
         var lines: [String] = []
-        for (verdict, report) in zip(verdicts, reports) {
+        var passedOthers: [Report] = []
+        for (i, (verdict, report)) in zip(verdicts, reports).enumerated() {
+            if i > 0 && !verdict.failed {
+                passedOthers.append(report)
+                continue
+            }
             if verdicts.count > 1 {
                 let name = report.program.path.split(separator: "/").last.map(String.init) ?? report.program.path
                 lines.append("heapgen: \(name) (pid \(report.program.pid), \(report.trace)):")
             }
             if printSuppressions { lines += GateMessages.suppressionTable(verdict) }
             lines += GateMessages.verdictLines(verdict)
+        }
+        if !passedOthers.isEmpty {
+            lines.append("heapgen: gate passed on \(HumanUnits.plural(passedOthers.count, "more process image")): "
+                + MarkedReports.byProgram(passedOthers).map { "\($0.name) (\($0.reports.count))" }.joined(separator: ", "))
         }
         standardError(lines.joined(separator: "\n") + "\n")
         let primary = verdicts.firstIndex(where: \.failed) ?? 0

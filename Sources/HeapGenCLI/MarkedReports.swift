@@ -42,10 +42,10 @@ struct MarkedReports {
     /// Rows of the quiet summary listed before "… N more programs".
     static let maxPrograms = 8
 
-    /// The quiet reports by program name, in the order each name first appears.
-    private var byProgram: [(name: String, reports: [Report])] {
+    /// `reports` by program name, in the order each name first appears.
+    static func byProgram(_ reports: [Report]) -> [(name: String, reports: [Report])] {
         var groups: [(name: String, reports: [Report])] = []
-        for report in quiet {
+        for report in reports {
             if let i = groups.firstIndex(where: { $0.name == report.program.name }) {
                 groups[i].reports.append(report)
             } else {
@@ -61,7 +61,7 @@ struct MarkedReports {
         guard !quiet.isEmpty else { return nil }
         let n = quiet.count
         var lines = ["heapgen: \(HumanUnits.plural(n, "more process image")) had generation marks, and nothing grew or leaked in \(n == 1 ? "it" : "them"):"]
-        let groups = byProgram
+        let groups = Self.byProgram(quiet)
         let width = groups.prefix(Self.maxPrograms).map(\.name.count).max() ?? 0
         for group in groups.prefix(Self.maxPrograms) {
             let cycles = group.reports.map(\.cycles)
@@ -90,7 +90,7 @@ struct MarkedReports {
             notes.append("\(others.count) more trace\(others.count == 1 ? " has" : "s have") generation marks and abandoned or leaked memory of \(others.count == 1 ? "its" : "their") own\(location): \(others.joined(separator: ", "))")
         }
         if !quiet.isEmpty {
-            let names = byProgram.map { "\($0.name) (\($0.reports.count))" }
+            let names = Self.byProgram(quiet).map { "\($0.name) (\($0.reports.count))" }
             notes.append("\(HumanUnits.plural(quiet.count, "more process image")) had generation marks, and nothing grew or leaked in \(quiet.count == 1 ? "it" : "them"): \(names.joined(separator: ", ")).")
         }
         return notes

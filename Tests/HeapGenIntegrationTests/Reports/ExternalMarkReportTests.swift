@@ -46,11 +46,17 @@ final class ExternalMarkReportTests: XCTestCase {
     /// A script that runs two helpers (`sleep`, long enough for timer marks), the leaking
     /// program, then exec's it again: in text, both runs of the program are reported whole,
     /// and the script and its helpers, where nothing grew, are one summary, not a report each.
+    /// The gate's verdicts the same: both failures in full, one line for the passes.
     func testMarkEverySummarizesTheImagesWhereNothingGrew() throws {
         let fixture = try ReportFixture.c("external.c")
         let script = "sleep 0.4; sleep 0.4; \"$0\" timed 8 150; exec \"$0\" timed 8 150"
-        let run = try HeapGenCLI.run(["run", "--mark-every", "150ms", "--", "/bin/sh", "-c", script, fixture])
-        XCTAssertEqual(run.status, 0, run.transcript)
+        let run = try HeapGenCLI.run(["run", "--mark-every", "150ms", "--fail-on", "abandoned", "--",
+                                      "/bin/sh", "-c", script, fixture])
+        XCTAssertEqual(run.status, 23, run.transcript)
+        let gate = run.stderrLines
+        XCTAssertEqual(gate.filter { $0.hasPrefix("SUMMARY: heapgen: gate failed") }.count, 2, run.stderrText)
+        XCTAssertFalse(run.stderrText.contains("gate passed:"), run.stderrText)
+        XCTAssertEqual(gate.last, "heapgen: gate passed on 3 more process images: sh (1), sleep (2)", run.stderrText)
         let text = run.stdoutText
         let headers = text.split(separator: "\n").filter { $0.hasPrefix("heapgen: ") }
         XCTAssertEqual(headers.filter { $0.hasPrefix("heapgen: external (pid ") }.count, 2, text)
