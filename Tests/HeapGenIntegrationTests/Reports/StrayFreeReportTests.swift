@@ -74,6 +74,41 @@ final class StrayFreeReportTests: XCTestCase {
         XCTAssertTrue(text.contains(": no block heapgen recorded holds it"), text)
     }
 
+    /// The same binary under valgrind (whose allocator lets the program live on): its
+    /// "Invalid free()" names the same offset into a block of the same size, freed or live,
+    /// allocated at the same line.
+    func testTheExplanationsAgreeWithValgrinds() throws {
+        let valgrind = try tool("valgrind", hint: "apt-get install -y valgrind")
+        let fixture = try ReportFixture.c("strayfree.c", flags: ["-O0"])
+        let pattern = try NSRegularExpression(pattern: #"is (\d+) bytes inside a block of size (\d+) (free'd|alloc'd)"#)
+        for (mode, status) in [("double", Int32(134)), ("interior", 134), ("realloc-freed", 0)] {
+            let v = try runProcess(valgrind, ["--leak-check=no", fixture, mode], timeout: 300)
+            let lines = v.stderrText.components(separatedBy: "\n")
+            guard let at = lines.firstIndex(where: { pattern.firstMatch(in: $0, range: NSRange($0.startIndex..., in: $0)) != nil }),
+                  let m = pattern.firstMatch(in: lines[at], range: NSRange(lines[at].startIndex..., in: lines[at])) else {
+                XCTFail("\(mode): no invalid free in valgrind's output:\n\(v.transcript)")
+                continue
+            }
+            func group(_ i: Int) -> String { String(lines[at][Range(m.range(at: i), in: lines[at])!]) }
+            // The allocation's line: after "Block was alloc'd at" for a freed block, else
+            // right under the "Address" line.
+            let allocStart = group(3) == "free'd" ? (lines.firstIndex { $0.contains("Block was alloc'd at") } ?? at) : at
+            let valgrindLine = lines[(allocStart + 1)...].lazy.compactMap { line -> Int? in
+                guard let r = line.range(of: #"main \(strayfree\.c:(\d+)\)"#, options: .regularExpression) else { return nil }
+                return Int(line[r].dropFirst("main (strayfree.c:".count).dropLast())
+            }.first
+
+            let (e, _, _) = try stray(mode, status: status)
+            let address = (e["address"] as? String).flatMap { UInt64($0.dropFirst(2), radix: 16) }
+            let block = (e["blockAddress"] as? String).flatMap { UInt64($0.dropFirst(2), radix: 16) }
+            XCTAssertEqual(address.flatMap { a in block.map { Int(a - $0) } }, Int(group(1)), "\(mode): \(e)")
+            XCTAssertEqual(jsonInt(e["blockSize"]), Int(group(2)), "\(mode): \(e)")
+            XCTAssertEqual(!(e["blockFreedAtEvent"] is NSNull), group(3) == "free'd", "\(mode): \(e)")
+            XCTAssertNotNil(valgrindLine, v.stderrText)
+            XCTAssertEqual(allocationLine(e), valgrindLine, "\(mode): \(e)\n\(v.stderrText)")
+        }
+    }
+
     /// A healthy program's report has no such list (the key is absent).
     func testAHealthyProgramHasNone() throws {
         let fixture = try ReportFixture.c("strayfree.c", flags: ["-O0"])
