@@ -97,11 +97,11 @@ extern "C" {
 #endif
 
 #define HG_PROTOCOL_MAGIC   0x4e45475041454848ull /* "HHEAPGEN" little-endian */
-#define HG_PROTOCOL_VERSION 6u   /* 3: control area + HG_K_CONTROL; 4: stacks as call-tree
+#define HG_PROTOCOL_VERSION 7u   /* 3: control area + HG_K_CONTROL; 4: stacks as call-tree
                                     nodes (HG_BLOB_NODE), header.stacks_lost; 5: the arena
                                     is two halves reused in epochs (arena_state,
                                     arena_released, tagged refs); 6: 16-byte slots, a record
-                                    in one or two (hg_slot) */
+                                    in one or two (hg_slot); 7: HG_K_EXIT */
 
 /* Environment variables the collector sets for the target. */
 #define HG_ENV_SOCK        "HEAPGEN_SOCK"        /* path of the collector's listening socket */
@@ -201,6 +201,11 @@ enum hg_kind {
                                 and calls it, or one posix_spawn started (recorded once it
                                 returned). aux = 1: the environment given to the program no
                                 longer preloads this library or names the socket. */
+    HG_K_EXIT          = 42, /* this image is exiting: size = the status given to exit(),
+                                _exit() or _Exit() (main's return value included). The
+                                collector uses it only when nobody reports how the process
+                                ended: a parent that ignores SIGCHLD or never waits (a
+                                double-forked daemon), a raw wait4 system call. */
 };
 
 /* The kind and size of a decoded record (hg_record.size_kind). */

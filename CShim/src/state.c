@@ -589,8 +589,27 @@ static void find_exit_functions(void)
     hg_guard_leave();
 }
 
+/* The status this image exits with, for the collector when nobody reaps the
+ * process where it can see (a parent that ignores SIGCHLD or never waits).
+ * Not from a vfork child, which shares its parent's segment. */
+static void announce_exit(int status)
+{
+    if (g_hg_phase != 2 || g_hg.hdr == NULL || !owns_segment())
+        return;
+    hg_emit(HG_K_EXIT, 0, (uint64_t)(uint32_t)status, 0, 0);
+}
+
+/* exit() and main's return reach _exit inside libc, not through ours; an
+ * on_exit handler is given their status. */
+static void announce_exit_handler(int status, void *arg)
+{
+    (void)arg;
+    announce_exit(status);
+}
+
 static __attribute__((noreturn)) void scan_then_exit(exit_fn real, int status)
 {
+    announce_exit(status);
     if (cfg_leak_scan || cfg_retention)
         hg_leak_scan_at_exit((void *)1);
     if (real)
@@ -616,4 +635,8 @@ __attribute__((constructor(101))) static void hg_constructor(void)
         __cxa_atexit(hg_leak_scan_at_exit, NULL, NULL);
         __cxa_at_quick_exit(scan_at_quick_exit, NULL);
     }
+    /* After the scan's handler: it runs before it, so the status is in the
+     * ring before the scan's request. */
+    if (g_hg_phase == 2)
+        on_exit(announce_exit_handler, NULL);
 }

@@ -768,7 +768,10 @@ final class RecordingLoop {
             if seg.execing != nil {
                 imageExeced(seg, entry: entry)
             } else {
-                finish(seg, entry: entry, status: status, final: true)
+                // Nobody reported how it ended (a parent that ignores SIGCHLD, a raw wait4):
+                // the status it gave exit() is the one it exited with.
+                let known = status == .unknown ? seg.exitAnnounced.map(ExitStatus.exited) ?? status : status
+                finish(seg, entry: entry, status: known, final: true)
             }
         }
         close(entry.pidfd)

@@ -99,6 +99,9 @@ final class Segment {
     /// The program this image was exec'ing at its last `HG_K_EXEC` record, nil when none
     /// is under way (none yet, or the last one failed).
     var execing: ExecedProgram?
+    /// The status this image said it exits with (`HG_K_EXIT`: exit(), _exit(), main's
+    /// return), for when nobody reports how it ended; nil before that.
+    var exitAnnounced: Int32?
 
     /// ``liveHeap``, made now if it is still to be made: by replaying the heap events this
     /// segment's trace holds so far (the pending chunk is written first), which are every

@@ -313,6 +313,8 @@ final class SegmentDrainer {
             seg.threadsSeen &+= 1
         case UInt32(HG_K_CHILD_EXIT.rawValue):
             childExited?(seg, Int32(truncatingIfNeeded: s.addr), Int32(truncatingIfNeeded: s.size_kind & sizeMask))
+        case UInt32(HG_K_EXIT.rawValue):
+            seg.exitAnnounced = Int32(truncatingIfNeeded: s.size_kind & sizeMask) & 0xff
         case UInt32(HG_K_EXEC.rawValue):
             let name = s.addr == 1
                 ? Segment.ExecedProgram(name: string(seg, ref: s.ref) ?? "", environmentDropped: s.aux == 1,

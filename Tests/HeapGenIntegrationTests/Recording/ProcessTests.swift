@@ -147,6 +147,25 @@ final class ProcessTests: XCTestCase {
         XCTAssertEqual(s.endStatus, 0)
     }
 
+    /// ignchld.c: children of a parent that ignores SIGCHLD are reaped by the kernel, so no
+    /// parent's wait and no zombie tells their status. The status each gave exit(), _exit()
+    /// or main's return is still theirs; one killed by a signal announced none ("unknown").
+    func testChildrenOfAParentThatIgnoresSIGCHLDKeepTheirExitStatus() throws {
+        let exe = try Fixture.build("ignchld.c")
+        let native = try runProcess(exe, [], timeout: 60)
+        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet"])
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdout, native.stdout)
+        XCTAssertEqual(rec.result.stderrLines, [], rec.result.transcript)
+        var ends: [UInt64: String] = [:]
+        for trace in rec.allTraces where trace != rec.trace {
+            let s = try HeapGenCLI.summary(trace)
+            ends[s.bytes("malloc")] = "\(s.endReason ?? "?") \(s.endStatus.map(String.init) ?? "-")"
+        }
+        // Each child's one malloc tells which it was: 100 + its index.
+        XCTAssertEqual(ends, [100: "exited 5", 101: "exited 6", 102: "exited 7", 103: "unknown 0"], "\(ends)")
+    }
+
     /// maps_exit.c, with the collector's process.c: a process killed while the collector
     /// reads its long /proc/PID/maps gives a list cut short, without the segment. That is
     /// "cannot tell", not "not mapped": the collector took it for an exec, and the process's
