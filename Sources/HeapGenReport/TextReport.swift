@@ -56,13 +56,16 @@ public enum TextReport {
     }
 
     /// Frees of addresses that were not live: each explained, with the block's allocation
-    /// stack (2 frames from the program's own code), then how many more there were.
+    /// stack (from the program's own code, at most 2 frames, and the second only if it is the
+    /// program's too: libc's start-up frames say nothing here), then how many more there were.
     static func strayFrees(_ strays: [Report.StrayFree], total: UInt64, _ style: TextStyle) -> [String] {
         let n = max(total, UInt64(strays.count))
         var lines = [style.bold("Frees of addresses that were not live") + " (\(HumanUnits.count(n)))"]
         for s in strays {
             lines.append("  " + s.summary)
-            let shown = shownFrames(s.frames, from: OwnCode.firstUserFrame(s.frames), limit: 2)
+            let shown = shownFrames(s.frames, from: OwnCode.firstUserFrame(s.frames), limit: 2).enumerated().filter { i, f in
+                i == 0 || OwnCode.isOwnCode(module: f.module, function: f.function, file: f.file)
+            }.map(\.element)
             for (i, frame) in shown.enumerated() {
                 lines.append("      " + (i == 0 ? style.dim("allocated at ") : "             ") + frameText(frame, style))
             }
