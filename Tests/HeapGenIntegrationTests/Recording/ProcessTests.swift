@@ -118,18 +118,26 @@ final class ProcessTests: XCTestCase {
         }
     }
 
+    /// The C fixture `source` run natively and under `heapgen record --quiet`: the recording
+    /// exits 0 with the native run's standard output.
+    private func recordedBesideNative(_ source: String, file: StaticString = #filePath, line: UInt = #line)
+        throws -> (native: ProcessResult, rec: Recording) {
+        let exe = try Fixture.build(source)
+        let native = try runProcess(exe, [], timeout: 60)
+        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet"])
+        XCTAssertStatus(rec.result, 0, file: file, line: line)
+        XCTAssertEqual(rec.result.stdout, native.stdout, file: file, line: line)
+        return (native, rec)
+    }
+
     /// renamed.c: children that name themselves (prctl PR_SET_NAME) and end 700 ms before
     /// their parent reaps them. Each trace ends with the child's own exit status, and
     /// nothing is said: a changed command name is no exec (it was taken for one, so the
     /// status was lost and the child named as an untraced program; Chromium's network
     /// service so). The exec'd one's forked image still ends with its exec.
     func testAProcessThatNamesItselfKeepsItsExitStatus() throws {
-        let exe = try Fixture.build("renamed.c")
-        let native = try runProcess(exe, [], timeout: 60)
+        let (native, rec) = try recordedBesideNative("renamed.c")
         XCTAssertEqual(native.stdoutText, "child 7\nexec'd child 9\n")
-        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet"])
-        XCTAssertStatus(rec.result, 0)
-        XCTAssertEqual(rec.result.stdout, native.stdout)
         XCTAssertEqual(rec.result.stderrLines, [], rec.result.transcript)
         // The program; its first child; the second child forked, then exec'd.
         XCTAssertEqual(rec.allTraces.count, 4, "\(rec.allTraces)")
@@ -151,11 +159,7 @@ final class ProcessTests: XCTestCase {
     /// parent's wait and no zombie tells their status. The status each gave exit(), _exit()
     /// or main's return is still theirs; one killed by a signal announced none ("unknown").
     func testChildrenOfAParentThatIgnoresSIGCHLDKeepTheirExitStatus() throws {
-        let exe = try Fixture.build("ignchld.c")
-        let native = try runProcess(exe, [], timeout: 60)
-        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet"])
-        XCTAssertStatus(rec.result, 0)
-        XCTAssertEqual(rec.result.stdout, native.stdout)
+        let (_, rec) = try recordedBesideNative("ignchld.c")
         XCTAssertEqual(rec.result.stderrLines, [], rec.result.transcript)
         var ends: [UInt64: String] = [:]
         for trace in rec.allTraces where trace != rec.trace {
@@ -186,11 +190,7 @@ final class ProcessTests: XCTestCase {
     /// which runs untraced. heapgen says so, with the reason; the next child, forked with
     /// descriptors to spare, is traced (with the 32 bytes it keeps).
     func testAForkThatCannotBeTracedIsNamed() throws {
-        let exe = try Fixture.build("nofdfork.c")
-        let native = try runProcess(exe, [], timeout: 60)
-        let rec = try HeapGenCLI.recording(exe, flags: ["--quiet"])
-        XCTAssertStatus(rec.result, 0)
-        XCTAssertEqual(rec.result.stdout, native.stdout)
+        let (_, rec) = try recordedBesideNative("nofdfork.c")
         XCTAssertEqual(rec.result.stdoutText, "child 3\nchild 4\n")
         XCTAssertEqual(rec.result.stderrLines, [
             "heapgen: note: 1 process forked by a traced process ran untraced: heapgen could not be reached from it "
