@@ -202,7 +202,8 @@ enum hg_kind {
                                 returned). aux = 1: the environment given to the program no
                                 longer preloads this library or names the socket. */
     HG_K_EXIT          = 42, /* this image is exiting: size = the status given to exit(),
-                                _exit() or _Exit() (main's return value included). The
+                                _exit(), _Exit() or quick_exit() (main's return value
+                                included). The
                                 collector uses it only when nobody reports how the process
                                 ended: a parent that ignores SIGCHLD or never waits (a
                                 double-forked daemon), a raw wait4 system call. */

@@ -621,6 +621,17 @@ static __attribute__((noreturn)) void scan_then_exit(exit_fn real, int status)
 HG_EXPORT void _exit(int status) { scan_then_exit(real_exit_now, status); }
 HG_EXPORT void _Exit(int status) { scan_then_exit(real_exit_upper, status); }
 
+/* quick_exit's handlers are not given its status, and it ends in _exit inside
+ * libc, not ours: announced here, then libc's runs them (and the scan's). */
+HG_EXPORT __attribute__((noreturn)) void quick_exit(int status)
+{
+    announce_exit(status);
+    if (libc_quick_exit != 0)
+        ((exit_fn)libc_quick_exit)(status);
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+
 /* Start as early as possible so library constructors' allocations count. */
 __attribute__((constructor(101))) static void hg_constructor(void)
 {
