@@ -47,8 +47,8 @@ enum StrayFreeExplainer {
 
     /// The free records at `strays` (positions among the trace's records, as
     /// ``GenerationAnalyzer`` counts them, with the address each freed), explained; stacks
-    /// they name that `analysis` lacks are added to it (with the record where they were
-    /// defined), so a report can symbolicate them.
+    /// they name that `analysis` cannot give (``Analysis/frames(ofStack:)``) are added to it
+    /// (with the record where they were defined), so a report can symbolicate them.
     static func explain(path: String, strays: [(record: UInt64, address: UInt64)],
                         into analysis: inout Analysis) throws -> [StrayFree] {
         guard let last = strays.last?.record else { return [] }
@@ -109,11 +109,12 @@ enum StrayFreeExplainer {
         return explained
     }
 
-    /// Adds the definitions of `ids` that `analysis` lacks (a block's stack is kept only for
-    /// sites a report shows), reading the trace again up to record `last`.
+    /// Adds the definitions of `ids` that `analysis` cannot give, reading the trace again up
+    /// to record `last`. A small trace's analysis keeps every stack (none is read again); a
+    /// large one's only the stacks its sites need, which a freed block's may not be.
     private static func addStacks(_ ids: Set<UInt32>, before last: UInt64, path: String,
                                   to analysis: inout Analysis) throws {
-        var missing = ids.filter { analysis.stacks[$0] == nil }
+        var missing = ids.filter { analysis.frames(ofStack: $0) == nil }
         guard !missing.isEmpty else { return }
         struct Done: Error {}
         var record: UInt64 = 0
