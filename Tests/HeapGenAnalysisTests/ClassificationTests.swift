@@ -95,6 +95,7 @@ final class ClassificationTests: XCTestCase {
                 if g { t.alloc(size: 16, stack: 2) }
                 t.mark()
             }
+            try t.finish()
             return try GenerationAnalyzer.analyze(path: t.path, options: AnalysisOptions(toleratedMisses: tolerate))
         }
         // Warm-up, then 2 judged cycles.
