@@ -109,12 +109,21 @@ enum StrayFreeExplainer {
         return explained
     }
 
-    /// Adds the definitions of `ids` that `analysis` cannot give, reading the trace again up
-    /// to record `last`. A small trace's analysis keeps every stack (none is read again); a
-    /// large one's only the stacks its sites need, which a freed block's may not be.
+    /// Adds the definitions of `ids` to ``Analysis/stacks``: from what the analysis still
+    /// holds (``Analysis/frames(ofStack:)``: every stack of a small trace), else read from the
+    /// trace again up to record `last` (a large trace's analysis keeps only the stacks its
+    /// sites need, which a freed block's may not be). Either way the analysis is the same.
     private static func addStacks(_ ids: Set<UInt32>, before last: UInt64, path: String,
                                   to analysis: inout Analysis) throws {
-        var missing = ids.filter { analysis.frames(ofStack: $0) == nil }
+        var missing = Set<UInt32>()
+        for id in ids where analysis.stacks[id] == nil {
+            if let frames = analysis.frames(ofStack: id), let record = analysis.recordIndex(ofStack: id) {
+                analysis.stacks[id] = frames
+                analysis.stackRecordIndices[id] = record
+            } else {
+                missing.insert(id)
+            }
+        }
         guard !missing.isEmpty else { return }
         struct Done: Error {}
         var record: UInt64 = 0
