@@ -149,7 +149,7 @@ let package = Package(
         .testTarget(name: "HeapGenExportTests", dependencies: ["HeapGenExport", "HeapGenAnalysis", "HeapGenSymbolication", "HeapGenTrace", "HeapGenTestSupport"]),
         .testTarget(
             name: "HeapGenGateTests",
-            dependencies: ["HeapGenGate", "HeapGenReport", "HeapGenSymbolication", "HeapGenTestSupport"],
+            dependencies: ["HeapGenGate", "HeapGenAnalysis", "HeapGenReport", "HeapGenSymbolication", "HeapGenTestSupport"],
             exclude: ["Fixtures"]
         ),
         .testTarget(

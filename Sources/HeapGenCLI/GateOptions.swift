@@ -13,7 +13,7 @@ import Glibc
 /// ``HeapGenGate/Gate``.
 struct GateOptions: ParsableArguments {
     @Option(name: .customLong("fail-on"), help: ArgumentHelp(
-        "Fail (exit 23) on: abandoned (a site growing more than --max-bytes-per-cycle), leaked, growth (the whole live heap growing more than --max-bytes-per-cycle). Comma-separated; repeatable.",
+        "Fail (exit 23) on: abandoned (a site growing more than --max-bytes-per-cycle), leaked, growth (the whole live heap growing more than --max-bytes-per-cycle), invalid-free (a double free, or a free of a pointer into a block). Comma-separated; repeatable.",
         valueName: "criteria"))
     var failOn: [String] = []
 
@@ -27,7 +27,7 @@ struct GateOptions: ParsableArguments {
     var maxLiveAtExit: String?
 
     @Option(name: .customLong("suppressions"), help: ArgumentHelp(
-        "Suppression file: KIND:PATTERN lines (leak:, function:, file:, module:, type:), # comments. Repeatable.",
+        "Suppression file: KIND:PATTERN lines (leak:, function:, file:, module:, type:; free: for invalid frees, by the block's allocation stack), # comments. Repeatable.",
         valueName: "file"))
     var suppressions: [String] = []
 

@@ -147,15 +147,18 @@ struct RunCommand: ParsableCommand {
         }
         try report.emit(MarkedReports(results, failing: Set(verdicts.indices.filter { verdicts[$0].failed }),
                                       tracesKept: !removeTraces))
-        // Leaks are judged in every process image the scan found some in (a forked child
-        // that leaks fails the run, as under LeakSanitizer), not only in the reported ones.
+        // Leaks and invalid frees are judged in every process image that has some (a forked
+        // child that leaks or frees twice fails the run, as under LeakSanitizer and valgrind),
+        // not only in the reported ones.
         var gated = results
-        if var leakPolicy = policy, leakPolicy.failOn.contains(.leaked) {
-            leakPolicy.failOn = [.leaked]
-            leakPolicy.maxLiveAtExit = nil
-            for other in written where !subjects.contains(other) && TraceSelection.hasUnreachable(other) {
+        if var imagePolicy = policy, !imagePolicy.failOn.isDisjoint(with: [.leaked, .invalidFree]) {
+            imagePolicy.failOn.formIntersection([.leaked, .invalidFree])
+            imagePolicy.maxLiveAtExit = nil
+            for other in written where !subjects.contains(other)
+                && ((imagePolicy.failOn.contains(.leaked) && TraceSelection.hasUnreachable(other))
+                    || (imagePolicy.failOn.contains(.invalidFree) && TraceSelection.hasStrayFrees(other))) {
                 guard var extra = try? report.makeReport(trace: other, otherTraces: [], notes: []) else { continue }
-                verdicts.append(gate.judge(&extra, policy: leakPolicy))
+                verdicts.append(gate.judge(&extra, policy: imagePolicy))
                 gated.append(extra)
             }
         }

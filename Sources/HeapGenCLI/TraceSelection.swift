@@ -50,6 +50,12 @@ enum TraceSelection {
         return false
     }
 
+    /// True if `trace` holds a free of an address that was not live (``TraceSummary``'s
+    /// replay, lighter than a report's analysis); false for a trace that cannot be read.
+    static func hasStrayFrees(_ trace: String) -> Bool {
+        ((try? TraceSummary.load(path: trace))?.unknownFrees ?? 0) > 0
+    }
+
     /// The traces a recording to `trace` wrote next to it for other process images
     /// (`TRACE.<pid>` and `TRACE.<pid>.<n>`, see ``TracePaths``), by name.
     static func siblings(of trace: String) -> [String] {

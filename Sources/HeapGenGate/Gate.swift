@@ -15,6 +15,9 @@ import HeapGenReport
 /// baseline entry matches), not gated (its kind is not a criterion), in libraries (abandoned
 /// with no frame in the program's code, unless the policy includes them), below the limit
 /// (abandoned, ``GatePolicy/maxBytesPerCycle`` or less per cycle), or failing. Caches never fail.
+/// With ``GatePolicy/Criterion/invalidFree``, each free of an address that was not live that
+/// the report explains fails unless a `free:` rule matches its block's allocation stack;
+/// those past the explained ones fail unexplained.
 public enum Gate {
     /// Judges `report` against `policy`.
     public static func evaluate(_ report: Report, policy: GatePolicy) -> GateVerdict {
@@ -91,6 +94,24 @@ public enum Gate {
             live = GateVerdict.LiveAtExit(totalBytes: report.liveAtExit.bytes, suppressedBytes: suppressed, limit: limit)
         }
 
+        // Frees of addresses that were not live: the explained ones against the `free:` rules.
+        var invalidFrees: GateVerdict.InvalidFrees?
+        if policy.failOn.contains(.invalidFree) {
+            let explained = (report.strayFrees ?? []).map { stray in
+                let rule = policy.suppressions.firstMatch(stray)
+                if let rule {
+                    uses[rule].frees += 1
+                    uses[rule].bytes += stray.blockSize ?? 0
+                }
+                return GateVerdict.InvalidFrees.Result(free: stray, suppressedBy: rule)
+            }
+            invalidFrees = GateVerdict.InvalidFrees(total: max(report.totals.untrackedFrees, UInt64(explained.count)),
+                                                    explained: explained, lostEvents: report.totals.lostEvents)
+            if report.totals.lostEvents > 0 && invalidFrees?.failed == true {
+                warnings.append("\(report.totals.lostEvents) events were lost: a free whose allocation was lost counts as invalid too")
+            }
+        }
+
         // Fixed baseline entries: only when there were cycles enough to see the findings.
         var fixed: [Baseline.Entry] = []
         if let baseline = policy.baseline, let match {
@@ -102,7 +123,8 @@ public enum Gate {
         }
 
         var verdict = GateVerdict(policy: policy, findings: results, judgedCycles: report.judgedCycles, growth: growth,
-                                  liveAtExit: live, ruleUses: uses, fixedEntries: fixed, warnings: warnings)
+                                  liveAtExit: live, invalidFrees: invalidFrees, ruleUses: uses, fixedEntries: fixed,
+                                  warnings: warnings)
         // Partial data: sites without a stack can hide what the criteria look for.
         if !policy.failOn.isEmpty || policy.maxLiveAtExit != nil {
             verdict.stacksLost = report.totals.stacksLost

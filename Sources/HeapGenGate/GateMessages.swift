@@ -28,8 +28,16 @@ public enum GateMessages {
         if let live = v.liveAtExit, live.failed {
             lines.append("heapgen: gate failed: " + livePhrase(live))
         }
+        if let frees = v.invalidFrees, frees.failed {
+            lines.append("heapgen: gate failed: " + invalidFreesPhrase(frees) + strayList(frees))
+        }
         if v.stacksLost > 0 {
             lines.append("heapgen: gate failed: the trace is incomplete: " + StackCompleteness.lostWarning(v.stacksLost))
+        }
+        for r in v.invalidFrees?.explained ?? [] {
+            guard let index = r.suppressedBy else { continue }
+            let rule = v.policy.suppressions.rules[index]
+            lines.append("heapgen: suppressed by \(rule)\(ruleOrigin(rule)): \(SiteText.strayFree(r.free))")
         }
         for r in v.findings {
             switch r.status {
@@ -63,6 +71,9 @@ public enum GateMessages {
         if suppressed > 0 { exceptions.append("\(suppressed) suppressed") }
         if known > 0 { exceptions.append("\(known) known (baseline)") }
         if !v.fixedEntries.isEmpty { exceptions.append("\(v.fixedEntries.count) fixed") }
+        if let frees = v.invalidFrees, frees.suppressedCount > 0 {
+            exceptions.append("\(HumanUnits.plural(frees.suppressedCount, "invalid free")) suppressed")
+        }
         let tail = exceptions.isEmpty ? "" : "; " + exceptions.joined(separator: ", ")
         if v.failed {
             for kind in [Report.Finding.Kind.abandoned, .leaked] where !v.failing(kind).isEmpty {
@@ -70,6 +81,7 @@ public enum GateMessages {
             }
             if let g = v.growth, g.failed { parts.append(growthPhrase(g)) }
             if let live = v.liveAtExit, live.failed { parts.append(livePhrase(live)) }
+            if let frees = v.invalidFrees, frees.failed { parts.append(invalidFreesPhrase(frees)) }
             if v.stacksLost > 0 { parts.append("\(HumanUnits.plural(v.stacksLost, "allocation")) without a stack (incomplete trace)") }
             return "gate failed: " + parts.joined(separator: ", ") + tail + "."
         }
@@ -84,6 +96,7 @@ public enum GateMessages {
         if let live = v.liveAtExit {
             parts.append("\(ByteSize.exact(live.bytes)) live at exit (limit \(ByteSize.exact(live.limit)))")
         }
+        if v.invalidFrees != nil { parts.append("no invalid frees") }
         if parts.isEmpty { parts.append("no criteria (--fail-on, --max-live-at-exit)") }
         return "gate passed: " + parts.joined(separator: ", ") + tail + "."
     }
@@ -95,7 +108,7 @@ public enum GateMessages {
         for use in v.ruleUses {
             // Rules of the program's __lsan_default_suppressions() say so.
             let origin = use.rule.source == programSuppressionsSource ? "  (from the program: \(programSuppressionsSource))" : ""
-            lines.append(pad(String(use.findings), 7) + " " + pad(String(use.bytes), 10) + " " + use.rule.description + origin)
+            lines.append(pad(String(use.findings + use.frees), 7) + " " + pad(String(use.bytes), 10) + " " + use.rule.description + origin)
         }
         let live = v.ruleUses.filter { $0.liveSites > 0 }
         if !live.isEmpty {
@@ -120,6 +133,11 @@ public enum GateMessages {
                 notes.append("Gate: known (baseline): \(SiteText.site(r.finding)).")
             default:
                 break
+            }
+        }
+        for r in v.invalidFrees?.explained ?? [] {
+            if let rule = r.suppressedBy {
+                notes.append("Gate: suppressed by \(v.policy.suppressions.rules[rule]): \(SiteText.strayFree(r.free)).")
             }
         }
         for e in v.fixedEntries {
@@ -159,6 +177,32 @@ public enum GateMessages {
         var text = "\(ByteSize.exact(live.bytes)) live at exit (limit \(ByteSize.exact(live.limit))"
         if live.suppressedBytes > 0 { text += "; \(ByteSize.exact(live.suppressedBytes)) suppressed" }
         return text + ")"
+    }
+
+    /// `2 invalid frees (1 double free, 1 interior pointer)`: those that fail the gate.
+    static func invalidFreesPhrase(_ frees: GateVerdict.InvalidFrees) -> String {
+        var kinds: [String] = []
+        let failing = frees.failingExplained
+        let doubles = failing.filter { $0.cause == .doubleFree }.count
+        let interior = failing.filter { $0.cause == .interiorPointer }.count
+        let foreign = failing.count - doubles - interior
+        if doubles > 0 { kinds.append(HumanUnits.plural(doubles, "double free")) }
+        if interior > 0 { kinds.append(HumanUnits.plural(interior, "interior pointer")) }
+        if foreign > 0 { kinds.append("\(foreign) never allocated") }
+        if frees.unexplained > 0 { kinds.append("\(HumanUnits.count(frees.unexplained)) not explained") }
+        return HumanUnits.plural(frees.failingCount, "invalid free") + " (" + kinds.joined(separator: ", ") + ")"
+    }
+
+    /// `: double free of a 16 B block allocated at …; …`, the first failing ones explained.
+    static func strayList(_ frees: GateVerdict.InvalidFrees) -> String {
+        let failing = frees.failingExplained
+        guard !failing.isEmpty else {
+            return ": the report explains only the first \(HumanUnits.count(UInt64(frees.explained.count))) (heapgen info TRACE lists every one's event)"
+        }
+        var text = ": " + failing.prefix(maxSitesPerLine).map(SiteText.strayFree).joined(separator: "; ")
+        let more = frees.failingCount - UInt64(min(failing.count, maxSitesPerLine))
+        if more > 0 { text += "; … and \(HumanUnits.count(more)) more" }
+        return text
     }
 
     /// `A at f (x.c:1); B at g (y.c:2); … and 3 more`.

@@ -13,6 +13,10 @@ public struct GatePolicy: Sendable, Equatable {
         /// The whole live heap, less the growth of suppressed and baseline findings, grew
         /// more than ``GatePolicy/maxBytesPerCycle`` on average per judged cycle.
         case growth
+        /// A `free` or `realloc` of an address that was not live (``Report/StrayFree``: a
+        /// double free, a pointer into a block, memory heapgen never saw allocated) that no
+        /// `free:` suppression matches.
+        case invalidFree = "invalid-free"
 
         public static func < (a: Criterion, b: Criterion) -> Bool {
             allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!

@@ -67,6 +67,35 @@ public struct GateVerdict: Sendable {
         public var failed: Bool { bytes > limit }
     }
 
+    /// The `--fail-on invalid-free` judgement: the frees of addresses that were not live.
+    /// The report explains the first few (``Report/strayFrees``), each of which a `free:`
+    /// rule may suppress; the rest are only counted, so they fail the gate.
+    public struct InvalidFrees: Sendable, Equatable {
+        /// One explained stray free and what the gate made of it.
+        public struct Result: Sendable, Equatable {
+            public var free: Report.StrayFree
+            /// The `free:` rule (index in ``GatePolicy/suppressions``) that matched the
+            /// block's allocation stack; nil: failing.
+            public var suppressedBy: Int?
+        }
+        /// All stray frees of the trace (``Report/Totals/untrackedFrees``).
+        public var total: UInt64
+        /// The explained ones, in trace order.
+        public var explained: [Result]
+        /// Events the recording lost: a free whose allocation was lost looks stray too.
+        public var lostEvents: UInt64
+        /// Stray frees beyond the explained ones: counted, never suppressed.
+        public var unexplained: UInt64 { total - min(total, UInt64(explained.count)) }
+        /// The explained ones no rule matched.
+        public var failingExplained: [Report.StrayFree] { explained.filter { $0.suppressedBy == nil }.map(\.free) }
+        /// Stray frees that fail the gate.
+        public var failingCount: UInt64 { UInt64(failingExplained.count) + unexplained }
+        /// Stray frees a `free:` rule excused.
+        public var suppressedCount: Int { explained.count - failingExplained.count }
+        /// True if some stray free fails the gate.
+        public var failed: Bool { failingCount > 0 }
+    }
+
     /// How often and on how many bytes a suppression rule matched (LSan's "Suppressions used").
     public struct RuleUse: Sendable, Equatable {
         /// The rule.
@@ -79,6 +108,8 @@ public struct GateVerdict: Sendable {
         public var liveSites: Int
         /// Their bytes.
         public var liveBytes: UInt64
+        /// Stray frees it excused (a `free:` rule).
+        public var frees = 0
     }
 
     /// The policy judged against.
@@ -91,6 +122,8 @@ public struct GateVerdict: Sendable {
     public var growth: Growth?
     /// Set with `--max-live-at-exit`.
     public var liveAtExit: LiveAtExit?
+    /// Set with `--fail-on invalid-free`.
+    public var invalidFrees: InvalidFrees?
     /// One per suppression rule, in file order.
     public var ruleUses: [RuleUse]
     /// Baseline entries that no finding matched: fixed. Empty when cycles were too few to tell.
@@ -100,6 +133,10 @@ public struct GateVerdict: Sendable {
     /// Allocations the trace holds without a stack (the shim's stack store was full), when
     /// the policy has criteria: the data is partial, so the gate fails rather than pass on it.
     public var stacksLost: UInt64 = 0
+
+    /// True if abandoned or leaked findings are among the criteria (a verdict on
+    /// `--fail-on invalid-free` or `--max-live-at-exit` alone says nothing of findings).
+    public var judgesFindings: Bool { !policy.failOn.isDisjoint(with: [.abandoned, .leaked]) }
 
     /// Findings that fail the gate.
     public var failingFindings: [FindingResult] { findings.filter(\.isFailing) }
@@ -111,6 +148,7 @@ public struct GateVerdict: Sendable {
 
     /// True if the gate fails.
     public var failed: Bool {
-        !failingFindings.isEmpty || growth?.failed == true || liveAtExit?.failed == true || stacksLost > 0
+        !failingFindings.isEmpty || growth?.failed == true || liveAtExit?.failed == true
+            || invalidFrees?.failed == true || stacksLost > 0
     }
 }

@@ -1,6 +1,7 @@
 // The verdict as JUnit XML, for CI test-report views.
 
 import HeapGenReport
+import HeapGenSymbolication
 import HeapGenUnits
 
 /// Renders a ``GateVerdict`` as JUnit XML (`--junit PATH`).
@@ -13,9 +14,14 @@ import HeapGenUnits
 ///   below-limit and not-gated findings pass, with a `<system-out>` saying why.
 /// - a testcase `live heap growth` with `--fail-on growth`, and `live at exit` with
 ///   `--max-live-at-exit` (`classname` `heapgen.gate`), failing when the criterion fails.
-/// - when there is no abandoned or leaked finding at all, one passing testcase
-///   `no abandoned memory` (`heapgen.gate`) saying how many cycles were judged, so that a clean
-///   run still shows a test.
+/// - with `--fail-on invalid-free`, a testcase per explained free of an address that was not
+///   live (`classname` `heapgen.invalid-free`, `name` what it freed, `file`/`line` where the
+///   block was allocated), failing unless a `free:` rule suppressed it; one failing
+///   `invalid frees not explained` for those past the report's first few; and one passing
+///   `no invalid frees` when there were none.
+/// - when there is no abandoned or leaked finding at all and they are criteria (or nothing
+///   else made a testcase), one passing testcase `no abandoned memory` (`heapgen.gate`) saying
+///   how many cycles were judged, so that a clean run still shows a test.
 ///
 /// Caches are never testcases: they are not failures.
 public enum JUnitWriter {
@@ -61,7 +67,36 @@ public enum JUnitWriter {
             if live.failed { failures += 1 }
             cases.append(gateCase("live at exit", failed: live.failed, type: "live-at-exit", text: text))
         }
-        if v.findings.isEmpty {
+        if let frees = v.invalidFrees {
+            for r in frees.explained {
+                var attributes = "classname=\"heapgen.invalid-free\" name=\"\(escape(SiteText.strayFree(r.free)))\""
+                if let frame = OwnCode.firstUserFrame(r.free.frames).map({ r.free.frames[$0] }) ?? r.free.frames.first,
+                   let file = frame.file {
+                    attributes += " file=\"\(escape(file))\""
+                    if let line = frame.line { attributes += " line=\"\(line)\"" }
+                }
+                var body: String
+                if let rule = r.suppressedBy {
+                    body = systemOut("suppressed by \(v.policy.suppressions.rules[rule]): \(r.free.summary)")
+                } else {
+                    failures += 1
+                    var details = [r.free.summary, "block allocated at:"]
+                    details += r.free.frames.prefix(12).map { "  at " + SiteText.functionName($0) + SiteText.place($0) { $0 } }
+                    body = "      <failure type=\"invalid-free\" message=\"\(escape(r.free.summary))\">"
+                        + escape(details.joined(separator: "\n")) + "</failure>\n"
+                }
+                cases.append("    <testcase \(attributes)>\n\(body)    </testcase>\n")
+            }
+            if frees.unexplained > 0 {
+                failures += 1
+                cases.append(gateCase("invalid frees not explained", failed: true, type: "invalid-free",
+                                      text: "\(HumanUnits.plural(frees.unexplained, "more free")) of addresses that were not live (the report explains the first \(frees.explained.count); heapgen info TRACE lists their events)"))
+            } else if frees.total == 0 {
+                cases.append(gateCase("no invalid frees", failed: false, type: "invalid-free",
+                                      text: "no free or realloc of an address that was not live"))
+            }
+        }
+        if v.findings.isEmpty && (v.judgesFindings || cases.isEmpty) {
             cases.append(gateCase("no abandoned memory", failed: false, type: "abandoned",
                                   text: "no abandoned or leaked site over \(HumanUnits.plural(v.judgedCycles, "judged cycle"))"))
         }

@@ -41,7 +41,7 @@ public enum MarkdownSummary {
                 lines.append("| " + cells.joined(separator: " | ") + " |")
             }
             lines.append("")
-        } else {
+        } else if v.judgesFindings || (v.growth == nil && v.liveAtExit == nil && v.invalidFrees == nil) {
             lines.append(nothingFound(judgedCycles: v.judgedCycles, leakScanned: report.totals.leakScanned))
             lines.append("")
         }
@@ -51,7 +51,21 @@ public enum MarkdownSummary {
         if let live = v.liveAtExit {
             lines.append("- \(live.failed ? "❌" : "✅") \(cell(GateMessages.livePhrase(live)))")
         }
-        if v.growth != nil || v.liveAtExit != nil { lines.append("") }
+        if let frees = v.invalidFrees {
+            if frees.failed {
+                lines.append("- ❌ \(cell(GateMessages.invalidFreesPhrase(frees)))")
+            } else {
+                lines.append("- ✅ no invalid frees" + (frees.suppressedCount > 0 ? " (\(HumanUnits.plural(frees.suppressedCount, "suppressed")))" : ""))
+            }
+            for r in frees.explained {
+                let status = r.suppressedBy.map { "🔇 suppressed (" + code(v.policy.suppressions.rules[$0].description) + "): " } ?? ""
+                lines.append("  - \(status)\(cell(SiteText.strayFree(r.free)))")
+            }
+            if frees.unexplained > 0 {
+                lines.append("  - \(HumanUnits.plural(frees.unexplained, "more")) not explained (heapgen info TRACE lists their events)")
+            }
+        }
+        if v.growth != nil || v.liveAtExit != nil || v.invalidFrees != nil { lines.append("") }
         if !v.fixedEntries.isEmpty {
             lines.append("**Fixed — remove from the baseline:**")
             for e in v.fixedEntries { lines.append("- \(cell(e.site))") }

@@ -12,9 +12,10 @@ import HeapGenSymbolication
 /// Renders a ``GateVerdict`` as a SARIF 2.1.0 log (`--sarif PATH`) that GitHub code scanning
 /// and other SARIF viewers accept.
 ///
-/// One run of the tool `heapgen` with four rules: `abandoned`, `leaked`, `cache-growth` (the
-/// live heap, caches included, grew more than the limit per cycle: `--fail-on growth`) and
-/// `live-at-exit`. One result per *failing* finding or criterion, level `error`, located at the
+/// One run of the tool `heapgen` with five rules: `abandoned`, `leaked`, `cache-growth` (the
+/// live heap, caches included, grew more than the limit per cycle: `--fail-on growth`),
+/// `live-at-exit` and `invalid-free` (a free of an address that was not live, located where
+/// the block it hit was allocated: the trace keeps no stack of frees). One result per *failing* finding or criterion, level `error`, located at the
 /// user frame's file and line (paths under `sourceRoot`, and relative paths of files that exist there, relative to
 /// `%SRCROOT%`; other absolute paths as `file://` URIs, other relative paths with no base), with the allocation stack in `stacks` and the ``BaselineSignature``
 /// fingerprint in `partialFingerprints`, so that viewers track a finding across runs. A
@@ -22,7 +23,7 @@ import HeapGenSymbolication
 /// `live-at-exit` one at the largest live site.
 public enum SARIFWriter {
     /// The rule ids, in `rules` order.
-    public static let ruleIDs = ["abandoned", "leaked", "cache-growth", "live-at-exit"]
+    public static let ruleIDs = ["abandoned", "leaked", "cache-growth", "live-at-exit", "invalid-free"]
 
     /// The JSON text, with a final newline. `sourceRoot` is usually the current directory.
     public static func render(_ v: GateVerdict, report: Report, sourceRoot: String?) throws -> String {
@@ -65,6 +66,22 @@ public enum SARIFWriter {
             results.append(Result(ruleId: ruleIDs[3], ruleIndex: 3, message: Message(text: text),
                                   locations: loc.map { [$0] }, stacks: nil, partialFingerprints: nil, properties: nil))
         }
+        if let frees = v.invalidFrees {
+            for stray in frees.failingExplained {
+                let user = OwnCode.firstUserFrame(stray.frames) ?? 0
+                results.append(Result(
+                    ruleId: ruleIDs[4], ruleIndex: 4, message: Message(text: SiteText.strayFree(stray) + "; \(stray.function)(\(Report.Frame.formatAddress(stray.address))) at event \(stray.event)."),
+                    locations: location(user < stray.frames.count ? stray.frames[user] : nil, root).map { [$0] },
+                    stacks: stray.frames.isEmpty ? nil : [stack(stray.frames, from: user, root, message: "allocation stack of the block")],
+                    partialFingerprints: nil, properties: nil))
+            }
+            if frees.unexplained > 0 {
+                results.append(Result(
+                    ruleId: ruleIDs[4], ruleIndex: 4,
+                    message: Message(text: "\(HumanUnits.plural(frees.unexplained, "more free")) of addresses that were not live, not explained (heapgen info TRACE lists their events)."),
+                    locations: nil, stacks: nil, partialFingerprints: nil, properties: nil))
+            }
+        }
         let log = Log(runs: [Run(
             tool: Tool(driver: Driver(rules: rules)),
             originalUriBaseIds: root.map { ["%SRCROOT%": ArtifactLocation(uri: fileURI($0 + "/"), uriBaseId: nil)] },
@@ -89,6 +106,9 @@ public enum SARIFWriter {
         Rule(id: "live-at-exit", name: "LiveAtExit",
              shortDescription: Message(text: "Too much memory live at exit"),
              fullDescription: Message(text: "More bytes were still allocated at exit than allowed (after suppressions).")),
+        Rule(id: "invalid-free", name: "InvalidFree",
+             shortDescription: Message(text: "A free of an address that was not live"),
+             fullDescription: Message(text: "free or realloc was called on an address that was not a live block: a block freed before (a double free), a pointer into a block rather than its start, or memory never allocated by malloc. Located where the block was allocated.")),
     ]
 
     static func location(_ frame: Report.Frame?, _ root: String?) -> Location? {
@@ -99,12 +119,13 @@ public enum SARIFWriter {
             message: Message(text: SiteText.functionName(frame)))
     }
 
-    static func stack(_ frames: [Report.Frame], from start: Int, _ root: String?) -> Stack {
+    static func stack(_ frames: [Report.Frame], from start: Int, _ root: String?,
+                      message: String = "allocation stack") -> Stack {
         let first = min(max(0, start), frames.count)
         let list = frames[first...].prefix(32).map { f in
             StackFrame(location: location(f, root) ?? Location(physicalLocation: nil, message: Message(text: SiteText.frameText(f))))
         }
-        return Stack(message: Message(text: "allocation stack"), frames: Array(list))
+        return Stack(message: Message(text: message), frames: Array(list))
     }
 
     static func artifact(_ file: String, _ root: String?) -> ArtifactLocation {

@@ -1,6 +1,7 @@
 // One-line descriptions of findings for verdicts, JUnit, Markdown and SARIF.
 
 import HeapGenReport
+import HeapGenSymbolication
 import HeapGenUnits
 
 /// How the gate names a finding in one line: `Demo.ProfileViewModel at
@@ -65,6 +66,25 @@ public enum SiteText {
         let text = rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
         let unit = abs(rounded) == 1 ? "object" : "objects"
         return "\(rounded > 0 ? "+" : "")\(text) \(unit) / \(ByteSize.signed(finding.averageBytesPerCycle)) per cycle"
+    }
+
+    /// A free of an address that was not live, in one line: `double free of a 16 B block
+    /// allocated at main (strayfree.c:25)`, `free of a pointer 16 bytes into a 64 B block
+    /// allocated at …`, `free(0x…) of memory heapgen never saw allocated`.
+    public static func strayFree(_ s: Report.StrayFree) -> String {
+        let block = (s.blockSize.map { HumanUnits.bytes($0) + " " } ?? "") + (s.typeName ?? "block")
+        let frame = OwnCode.firstUserFrame(s.frames).map { s.frames[$0] } ?? s.frames.first
+        let allocated = frame.map { " allocated at " + frameText($0) } ?? ""
+        let call = s.function == "free" ? "" : " (\(s.function))"
+        switch s.cause {
+        case .doubleFree:
+            return "double free\(call) of a \(block)\(allocated)"
+        case .interiorPointer:
+            let offset = s.address &- (s.blockAddress ?? s.address)
+            return "free\(call) of a pointer \(HumanUnits.plural(offset, "byte")) into a \(block)\(allocated)"
+        case .notAllocated:
+            return "\(s.function)(\(Report.Frame.formatAddress(s.address))) of memory heapgen never saw allocated"
+        }
     }
 
     static func baseName(_ path: String) -> String {

@@ -19,15 +19,18 @@ import HeapGenReport
 /// | `file:` | source file path |
 /// | `module:` | executable or shared-object path |
 /// | `type:` | Swift type name (of the finding, not of a frame) |
+/// | `free:` | function, file or module of any frame of the freed block's allocation stack (`--fail-on invalid-free` only) |
 ///
 /// Patterns are ``LeakPattern``s (substring, `*`, `^`, `$`). A finding or live-at-exit site
-/// is suppressed by the first rule, in file order, that matches.
+/// is suppressed by the first rule, in file order, that matches; `free:` rules are only for
+/// frees of addresses that were not live (a double free, an interior pointer), which no
+/// other kind suppresses: a rule written for a cache must not hide a double free.
 public struct Suppressions: Sendable, Equatable {
     /// One `KIND:PATTERN` line.
     public struct Rule: Sendable, Equatable, CustomStringConvertible {
         /// What a rule's pattern is matched against.
         public enum Kind: String, Sendable, CaseIterable {
-            case leak, function, file, module, type
+            case leak, function, file, module, type, free
         }
 
         /// What the pattern is matched against.
@@ -50,22 +53,35 @@ public struct Suppressions: Sendable, Equatable {
         /// `kind:pattern`, as written.
         public var description: String { "\(kind.rawValue):\(pattern.text)" }
 
-        /// True if the rule matches a stack (any frame) or its Swift type.
+        /// True if the rule matches a stack (any frame) or its Swift type: a finding's or a
+        /// live-at-exit site's (never for a `free:` rule).
         public func matches(frames: [Report.Frame], typeName: String?) -> Bool {
             switch kind {
             case .type:
                 return typeName.map(pattern.matches) ?? false
+            case .free:
+                return false
             case .leak:
-                return frames.contains { f in
-                    matchesFunction(f) || (f.file.map(pattern.matches) ?? false)
-                        || (f.module.map(pattern.matches) ?? false)
-                }
+                return matchesAnything(frames)
             case .function:
                 return frames.contains(where: matchesFunction)
             case .file:
                 return frames.contains { $0.file.map(pattern.matches) ?? false }
             case .module:
                 return frames.contains { $0.module.map(pattern.matches) ?? false }
+            }
+        }
+
+        /// True if this is a `free:` rule and it matches a frame of `frames`, the allocation
+        /// stack of a block freed again or freed through a pointer into it.
+        public func matches(freedBlockFrames frames: [Report.Frame]) -> Bool {
+            kind == .free && matchesAnything(frames)
+        }
+
+        /// Function, file or module of any frame (as LeakSanitizer's `leak:`).
+        private func matchesAnything(_ frames: [Report.Frame]) -> Bool {
+            frames.contains { f in
+                matchesFunction(f) || (f.file.map(pattern.matches) ?? false) || (f.module.map(pattern.matches) ?? false)
             }
         }
 
@@ -143,6 +159,12 @@ public struct Suppressions: Sendable, Equatable {
     /// Index in ``rules`` of the first rule matching the stack or type, else `nil`.
     public func firstMatch(frames: [Report.Frame], typeName: String?) -> Int? {
         rules.firstIndex { $0.matches(frames: frames, typeName: typeName) }
+    }
+
+    /// Index in ``rules`` of the first `free:` rule matching the allocation stack of a block
+    /// that a stray free hit (``Report/StrayFree``), else `nil`.
+    public func firstMatch(_ stray: Report.StrayFree) -> Int? {
+        rules.firstIndex { $0.matches(freedBlockFrames: stray.frames) }
     }
 
     /// Index in ``rules`` of the first rule matching `finding`, else `nil`.

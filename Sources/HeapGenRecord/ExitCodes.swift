@@ -7,7 +7,7 @@ public enum ExitCodes {
     /// Everything went well (or the recorded program exited with 0).
     public static let success: Int32 = 0
     /// A CI leak gate failed (`--fail-on`, `--max-live-at-exit`): abandoned or leaked memory,
-    /// heap growth or memory live at exit above the limits. LeakSanitizer's default exit code,
+    /// heap growth or memory live at exit above the limits, or an invalid free. LeakSanitizer's default exit code,
     /// so that CI scripts that already treat 23 as "leaks found" keep working; distinct from 1,
     /// which programs use for their own failures.
     public static let gateFailed: Int32 = 23

@@ -337,7 +337,7 @@ final class GateIntegrationTests: XCTestCase {
         let driver = (run["tool"] as? [String: Any])?["driver"] as? [String: Any]
         XCTAssertEqual(driver?["name"] as? String, "heapgen")
         XCTAssertEqual((driver?["rules"] as? [[String: Any]])?.compactMap { $0["id"] as? String },
-                       ["abandoned", "leaked", "cache-growth", "live-at-exit"])
+                       ["abandoned", "leaked", "cache-growth", "live-at-exit", "invalid-free"])
         let results = run["results"] as? [[String: Any]] ?? []
         XCTAssertEqual(results.compactMap { $0["ruleId"] as? String }, ["abandoned", "cache-growth"])
         let physical = ((results.first?["locations"] as? [[String: Any]])?.first?["physicalLocation"]) as? [String: Any]

@@ -2,8 +2,10 @@
 // baselines and signatures, and the writers' escaping.
 
 import Foundation
+import FoundationXML
 import HeapGenTestSupport
 @testable import HeapGenGate
+import HeapGenAnalysis
 import HeapGenReport
 import XCTest
 
@@ -262,6 +264,126 @@ final class GateVerdictTests: XCTestCase {
         XCTAssertEqual(v.liveAtExit?.bytes, 1000)
         XCTAssertFalse(v.failed)
         XCTAssertEqual(v.ruleUses.first?.liveBytes, 4000)
+    }
+}
+
+/// `--fail-on invalid-free`: the report's explained stray frees, `free:` rules, and the ones
+/// past the explained few.
+final class InvalidFreeGateTests: XCTestCase {
+    static func stray(_ cause: HeapGenAnalysis.StrayFree.Cause, function: String = "make_session",
+                      event: UInt64 = 10) -> Report.StrayFree {
+        cause == .notAllocated
+            ? Report.StrayFree(cause: cause, function: "free", address: 0x5000, event: event)
+            : Report.StrayFree(cause: cause, function: cause == .doubleFree ? "free" : "realloc",
+                               address: cause == .doubleFree ? 0x4000 : 0x4010, event: event,
+                               blockAddress: 0x4000, blockSize: 64, blockFreedAtEvent: cause == .doubleFree ? event - 1 : nil,
+                               frames: Synthetic.frames(function: function))
+    }
+
+    static func report(_ strays: [Report.StrayFree], total: UInt64? = nil, findings: [Report.Finding] = []) -> Report {
+        var r = Synthetic.report(findings)
+        r.strayFrees = strays
+        r.totals.untrackedFrees = total ?? UInt64(strays.count)
+        return r
+    }
+
+    func testExplainedFreesFailAndAreNamedByTheBlocksAllocation() {
+        let r = Self.report([Self.stray(.doubleFree), Self.stray(.interiorPointer, function: "parse"), Self.stray(.notAllocated)])
+        let v = Gate.evaluate(r, policy: GatePolicy(failOn: [.invalidFree]))
+        XCTAssertTrue(v.failed)
+        XCTAssertEqual(v.invalidFrees?.failingCount, 3)
+        let lines = GateMessages.verdictLines(v)
+        XCTAssertEqual(lines.first, "heapgen: gate failed: 3 invalid frees (1 double free, 1 interior pointer, 1 never allocated): "
+            + "double free of a 64 B block allocated at make_session (app.c:10); "
+            + "free (realloc) of a pointer 16 bytes into a 64 B block allocated at parse (app.c:10); "
+            + "free(0x5000) of memory heapgen never saw allocated")
+        XCTAssertEqual(lines.last, "SUMMARY: heapgen: gate failed: 3 invalid frees (1 double free, 1 interior pointer, 1 never allocated).")
+        // Not a criterion: not judged, whatever the trace holds.
+        XCTAssertNil(Gate.evaluate(r, policy: GatePolicy(failOn: [.abandoned])).invalidFrees)
+        XCTAssertFalse(Gate.evaluate(r, policy: GatePolicy(failOn: [.abandoned])).failed)
+        // None: passes, and says what it judged.
+        let clean = Gate.evaluate(Self.report([]), policy: GatePolicy(failOn: [.invalidFree]))
+        XCTAssertFalse(clean.failed)
+        XCTAssertEqual(GateMessages.summary(clean), "gate passed: no invalid frees.")
+    }
+
+    /// Only `free:` rules excuse an invalid free, by the block's allocation stack; they never
+    /// excuse a finding, and no other kind excuses a free.
+    func testOnlyFreeRulesSuppressAndOnlyFrees() throws {
+        let finding = Synthetic.finding(function: "make_session")
+        let r = Self.report([Self.stray(.doubleFree)], findings: [finding])
+        let policy = { (text: String) in
+            GatePolicy(failOn: [.invalidFree, .abandoned], suppressions: try! Suppressions.parse(text, source: "f.supp"))
+        }
+        var v = Gate.evaluate(r, policy: policy("leak:make_session"))
+        XCTAssertEqual(v.invalidFrees?.failingCount, 1, "leak: is for findings")
+        XCTAssertEqual(v.findings.first?.status, .suppressed(rule: 0))
+        v = Gate.evaluate(r, policy: policy("free:app.c"))
+        XCTAssertEqual(v.invalidFrees?.failingCount, 0)
+        XCTAssertEqual(v.invalidFrees?.explained.first?.suppressedBy, 0)
+        XCTAssertEqual(v.findings.first?.status, .failing, "free: is for frees")
+        XCTAssertEqual(v.ruleUses.first?.frees, 1)
+        XCTAssertEqual(v.ruleUses.first?.bytes, 64)
+        XCTAssertTrue(GateMessages.verdictLines(v).contains(
+            "heapgen: suppressed by free:app.c (f.supp:1): double free of a 64 B block allocated at make_session (app.c:10)"))
+        XCTAssertTrue(GateMessages.suppressionTable(v).contains("      1         64 free:app.c"))
+        XCTAssertTrue(GateMessages.summary(v).hasSuffix("; 1 invalid free suppressed."), GateMessages.summary(v))
+        XCTAssertTrue(GateMessages.reportNotes(v).contains(
+            "Gate: suppressed by free:app.c: double free of a 64 B block allocated at make_session (app.c:10)."))
+        // A free of memory never allocated has no stack to match.
+        v = Gate.evaluate(Self.report([Self.stray(.notAllocated)]), policy: policy("free:*"))
+        XCTAssertTrue(v.failed)
+    }
+
+    /// The report explains the first few; the rest fail the gate even when a rule excuses
+    /// every explained one, since nothing says what they were.
+    func testFreesPastTheExplainedOnesFail() {
+        let r = Self.report([Self.stray(.doubleFree)], total: 40)
+        let suppressed = GatePolicy(failOn: [.invalidFree], suppressions: try! Suppressions.parse("free:make_session", source: "s"))
+        let v = Gate.evaluate(r, policy: suppressed)
+        XCTAssertTrue(v.failed)
+        XCTAssertEqual(v.invalidFrees?.unexplained, 39)
+        XCTAssertEqual(GateMessages.verdictLines(v).first,
+                       "heapgen: gate failed: 39 invalid frees (39 not explained): the report explains only the first 1 (heapgen info TRACE lists every one's event)")
+        // Lost events make strays of frees whose allocations were lost: a warning says so.
+        var lossy = r
+        lossy.totals.lostEvents = 5
+        XCTAssertEqual(Gate.evaluate(lossy, policy: suppressed).warnings,
+                       ["5 events were lost: a free whose allocation was lost counts as invalid too"])
+    }
+
+    func testWritersCarryEachInvalidFree() throws {
+        let r = Self.report([Self.stray(.doubleFree), Self.stray(.interiorPointer, function: "parse")], total: 3)
+        let policy = GatePolicy(failOn: [.invalidFree], suppressions: try Suppressions.parse("free:parse", source: "s"))
+        let v = Gate.evaluate(r, policy: policy)
+
+        let xml = JUnitWriter.render(v, report: r)
+        let doc = try XMLDocument(xmlString: xml)
+        let cases = try doc.nodes(forXPath: "//testcase").compactMap { $0 as? XMLElement }
+        XCTAssertEqual(cases.map { $0.attribute(forName: "classname")?.stringValue ?? "" },
+                       ["heapgen.invalid-free", "heapgen.invalid-free", "heapgen.gate"], xml)
+        XCTAssertEqual(cases[0].attribute(forName: "file")?.stringValue, "/src/app.c")
+        XCTAssertEqual(cases[0].attribute(forName: "line")?.stringValue, "10")
+        XCTAssertEqual(try doc.nodes(forXPath: "//testcase/failure").count, 2, "the double free and the unexplained one")
+        XCTAssertTrue(cases[1].stringValue?.contains("suppressed by free:parse") == true, xml)
+        XCTAssertEqual(cases[2].attribute(forName: "name")?.stringValue, "invalid frees not explained")
+        XCTAssertFalse(xml.contains("no abandoned memory"), "abandoned memory was not a criterion")
+
+        let md = MarkdownSummary.render(v, report: r)
+        XCTAssertTrue(md.contains("- ❌ 2 invalid frees (1 double free, 1 not explained)"), md)
+        XCTAssertTrue(md.contains("  - 🔇 suppressed (`free:parse`): free (realloc) of a pointer 16 bytes into a 64 B block"), md)
+        XCTAssertFalse(md.contains("Nothing judged"), md)
+
+        let sarif = try XCTUnwrap(try JSONSerialization.jsonObject(
+            with: Data(try SARIFWriter.render(v, report: r, sourceRoot: "/src").utf8)) as? [String: Any])
+        let run = try XCTUnwrap((sarif["runs"] as? [[String: Any]])?.first)
+        let results = try XCTUnwrap(run["results"] as? [[String: Any]])
+        XCTAssertEqual(results.compactMap { $0["ruleId"] as? String }, ["invalid-free", "invalid-free"])
+        let location = try XCTUnwrap((results[0]["locations"] as? [[String: Any]])?.first?["physicalLocation"] as? [String: Any])
+        XCTAssertEqual((location["artifactLocation"] as? [String: Any])?["uri"] as? String, "app.c")
+        let rules = try XCTUnwrap(((run["tool"] as? [String: Any])?["driver"] as? [String: Any])?["rules"] as? [[String: Any]])
+        XCTAssertEqual(rules.compactMap { $0["id"] as? String }, SARIFWriter.ruleIDs)
+        XCTAssertEqual(results[0]["ruleIndex"] as? Int, SARIFWriter.ruleIDs.firstIndex(of: "invalid-free"))
     }
 }
 

@@ -109,6 +109,68 @@ final class StrayFreeReportTests: XCTestCase {
         }
     }
 
+    /// `--fail-on invalid-free`: a double free fails the run with exit 23 after the program's
+    /// own abort and output, naming the block's allocation; a `free:` rule excuses it; a clean
+    /// program passes with its own status.
+    func testAnInvalidFreeGateFailsTheRunAndAFreeRuleExcusesIt() throws {
+        let fixture = try ReportFixture.c("strayfree.c", flags: ["-O0"])
+        let dir = try TestPaths.freshDirectory("stray-gate")
+        let line = try XCTUnwrap(try ReportFixture.lines("strayfree.c", containing: "ALLOC double").first)
+        let failed = try HeapGenCLI.run(["run", "--quiet", "--fail-on", "invalid-free", "--junit", dir + "/j.xml",
+                                         "--sarif", dir + "/r.sarif", "--", fixture, "double"])
+        XCTAssertEqual(failed.status, 23, failed.transcript)
+        XCTAssertEqual(failed.stdoutText.split(separator: "\n").first, "mode double", "the program's output comes first, whole")
+        XCTAssertTrue(failed.stderrText.contains("free(): double free detected"), "glibc's own abort: \(failed.stderrText)")
+        XCTAssertTrue(failed.stderrLines.contains(
+            "heapgen: gate failed: 1 invalid free (1 double free): double free of a 16 B block allocated at main (strayfree.c:\(line))"),
+            failed.stderrText)
+        XCTAssertEqual(failed.stderrLines.last, "SUMMARY: heapgen: gate failed: 1 invalid free (1 double free).")
+        let junit = try String(contentsOfFile: dir + "/j.xml", encoding: .utf8)
+        XCTAssertTrue(junit.contains("<testcase classname=\"heapgen.invalid-free\" name=\"double free of a 16 B block allocated at main (strayfree.c:\(line))\""), junit)
+        XCTAssertTrue(junit.contains("<failure type=\"invalid-free\""), junit)
+        let sarif = try String(contentsOfFile: dir + "/r.sarif", encoding: .utf8)
+        XCTAssertTrue(sarif.contains("\"ruleId\" : \"invalid-free\""), sarif)
+        XCTAssertTrue(sarif.contains("\"startLine\" : \(line)"), sarif)
+
+        // The same trace through `check`, and a rule for the block's allocation.
+        let trace = dir + "/x.trace"
+        _ = try HeapGenCLI.run(["record", "--quiet", "--output", trace, "--", fixture, "interior"])
+        let checked = try HeapGenCLI.run(["check", "--fail-on", "invalid-free", trace])
+        XCTAssertEqual(checked.status, 23, checked.transcript)
+        XCTAssertTrue(checked.stderrText.contains("1 invalid free (1 interior pointer): free of a pointer 16 bytes into a 64 B block allocated at main"),
+                      checked.stderrText)
+        let rules = dir + "/free.supp"
+        try "# reviewed: the fixture frees inside its block on purpose\nfree:strayfree.c\n".write(toFile: rules, atomically: true, encoding: .utf8)
+        let excused = try HeapGenCLI.run(["check", "--fail-on", "invalid-free", "--suppressions", rules, trace])
+        XCTAssertEqual(excused.status, 0, excused.transcript)
+        XCTAssertEqual(excused.stderrLines.last, "SUMMARY: heapgen: gate passed: no invalid frees; 1 invalid free suppressed.")
+        // Other kinds do not excuse a free.
+        try "leak:strayfree.c\nfunction:main\n".write(toFile: rules, atomically: true, encoding: .utf8)
+        XCTAssertEqual(try HeapGenCLI.run(["check", "--fail-on", "invalid-free", "--suppressions", rules, trace]).status, 23)
+
+        let clean = try HeapGenCLI.run(["run", "--quiet", "--fail-on", "invalid-free", "--", fixture, "none"])
+        XCTAssertEqual(clean.status, 0, clean.transcript)
+        XCTAssertEqual(clean.stderrLines.last, "SUMMARY: heapgen: gate passed: no invalid frees.")
+    }
+
+    /// An invalid free in a forked child fails the run too, as valgrind's --trace-children
+    /// reports it, although `run` reports on the parent.
+    func testAnInvalidFreeInAForkedChildFailsTheRun() throws {
+        let fixture = try ReportFixture.c("strayfree.c", flags: ["-O0"])
+        let native = try runProcess(fixture, ["child"])
+        XCTAssertEqual(native.status, 0, native.transcript)
+        let run = try HeapGenCLI.run(["run", "--quiet", "--fail-on", "invalid-free", "--", fixture, "child"])
+        XCTAssertEqual(run.status, 23, run.transcript)
+        XCTAssertEqual(run.stdoutText.split(separator: "\n").prefix(2), ["mode child", "survived"], "its output is its own")
+        let line = try XCTUnwrap(try ReportFixture.lines("strayfree.c", containing: "ALLOC child").first)
+        XCTAssertTrue(run.stderrLines.contains(
+            "heapgen: gate failed: 1 invalid free (1 double free): double free (realloc) of a 24 B block allocated at main (strayfree.c:\(line))"),
+            run.stderrText)
+        XCTAssertTrue(run.stderrLines.contains { $0.hasPrefix("heapgen: strayfree (pid ") }, "each image's verdict is named: \(run.stderrText)")
+        // Without the criterion the child's free fails nothing.
+        XCTAssertEqual(try HeapGenCLI.run(["run", "--quiet", "--fail-on", "leaked", "--", fixture, "child"]).status, 0)
+    }
+
     /// A healthy program's report has no such list (the key is absent).
     func testAHealthyProgramHasNone() throws {
         let fixture = try ReportFixture.c("strayfree.c", flags: ["-O0"])
