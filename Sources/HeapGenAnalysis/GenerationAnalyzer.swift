@@ -177,7 +177,10 @@ public struct GenerationAnalyzer {
                 }
             }
             var analysis = analyzer.finish()
-            analysis.strayFrees = try StrayFreeExplainer.explain(path: path, strays: analyzer.strays, into: &analysis)
+            // An aggregated trace's addresses are made up: nothing to explain a stray by.
+            if !reader.isAggregated {
+                analysis.strayFrees = try StrayFreeExplainer.explain(path: path, strays: analyzer.strays, into: &analysis)
+            }
             return analysis
         }
     }

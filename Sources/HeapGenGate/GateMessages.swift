@@ -196,6 +196,7 @@ public enum GateMessages {
     /// `: double free of a 16 B block allocated at …; …`, the first failing ones explained.
     static func strayList(_ frees: GateVerdict.InvalidFrees) -> String {
         let failing = frees.failingExplained
+        if frees.explained.isEmpty { return ": " + Report.StrayFree.unexplainedReason }
         guard !failing.isEmpty else {
             return ": the report explains only the first \(HumanUnits.count(UInt64(frees.explained.count))) (heapgen info TRACE lists every one's event)"
         }

@@ -97,7 +97,7 @@ public enum HTMLReport {
             (HumanUnits.count(t.frees), "frees"),
         ]
         out += "<div class=\"stats\">" + stats.map { "<div class=\"stat\"><b>\(HTMLText.escape($0.0))</b><span>\(HTMLText.escape($0.1))</span></div>" }.joined() + "</div>"
-        out += "<nav class=\"toc\"><a href=\"#chart\">Live heap</a><a href=\"#findings\">Findings (\(report.findings.count))</a><a href=\"#flame\">Left behind</a><a href=\"#generations\">Generations</a><a href=\"#live-at-exit\">Live at exit</a>\(report.notes.isEmpty && report.otherTraces.isEmpty && (report.strayFrees ?? []).isEmpty ? "" : "<a href=\"#notes\">Notes</a>")</nav>"
+        out += "<nav class=\"toc\"><a href=\"#chart\">Live heap</a><a href=\"#findings\">Findings (\(report.findings.count))</a><a href=\"#flame\">Left behind</a><a href=\"#generations\">Generations</a><a href=\"#live-at-exit\">Live at exit</a>\(report.notes.isEmpty && report.otherTraces.isEmpty && (report.strayFrees ?? []).isEmpty && report.totals.untrackedFrees == 0 ? "" : "<a href=\"#notes\">Notes</a>")</nav>"
         return out + "</header>"
     }
 
@@ -302,7 +302,8 @@ public enum HTMLReport {
 
     private static func notesSection(_ report: Report) -> String {
         let strays = report.strayFrees ?? []
-        guard !report.notes.isEmpty || !report.otherTraces.isEmpty || !strays.isEmpty else { return "" }
+        let unexplained = report.totals.untrackedFrees - min(report.totals.untrackedFrees, UInt64(strays.count))
+        guard !report.notes.isEmpty || !report.otherTraces.isEmpty || !strays.isEmpty || unexplained > 0 else { return "" }
         var out = "<section class=\"card\" id=\"notes\"><h2>Notes</h2><ul class=\"notes\">"
         out += report.notes.map { "<li>\(HTMLText.escape($0))</li>" }.joined()
         for s in strays {
@@ -310,6 +311,10 @@ public enum HTMLReport {
             let at = s.frames.indices.contains(user) ? ", allocated at " + HTMLText.frameName(s.frames[user])
                 + (HTMLText.location(s.frames[user]).map { " (\($0))" } ?? "") : ""
             out += "<li>Free of an address that was not live: <code>\(HTMLText.escape(s.summary + at))</code></li>"
+        }
+        if unexplained > 0 {
+            out += "<li>\(strays.isEmpty ? "" : "And ")\(HTMLText.escape(HumanUnits.plural(unexplained, "free"))) of addresses that were not live"
+                + (strays.isEmpty ? " (\(HTMLText.escape(Report.StrayFree.unexplainedReason)))" : " (heapgen info TRACE lists their events)") + ".</li>"
         }
         if !report.otherTraces.isEmpty {
             out += "<li>Other traces of this recording: " + report.otherTraces.map { "<code>\(HTMLText.escape($0))</code>" }.joined(separator: ", ") + "</li>"

@@ -82,6 +82,9 @@ extension Report {
             frames = try c.decodeIfPresent([Frame].self, forKey: .frames) ?? []
         }
 
+        /// Why a trace with frees of addresses that were not live explains none of them.
+        public static let unexplainedReason = "none explained: a trace recorded with --aggregate keeps no addresses"
+
         /// One line: `free(0x5581…) at event 4: a double free of a 16 B block freed at event 3`.
         public var summary: String {
             let call = "\(function)(\(Frame.formatAddress(address))) at event \(event)"

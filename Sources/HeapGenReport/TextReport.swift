@@ -39,9 +39,9 @@ public enum TextReport {
         lines += findings(report, style)
         lines.append("")
         lines += liveAtExit(report, style)
-        if let strays = report.strayFrees, !strays.isEmpty {
+        if report.totals.untrackedFrees > 0 || !(report.strayFrees ?? []).isEmpty {
             lines.append("")
-            lines += strayFrees(strays, total: report.totals.untrackedFrees, style)
+            lines += strayFrees(report.strayFrees ?? [], total: report.totals.untrackedFrees, style)
         }
         if !report.otherTraces.isEmpty {
             lines.append("")
@@ -70,7 +70,9 @@ public enum TextReport {
                 lines.append("      " + (i == 0 ? style.dim("allocated at ") : "             ") + frameText(frame, style))
             }
         }
-        if n > UInt64(strays.count) {
+        if strays.isEmpty {
+            lines.append(style.dim("  " + Report.StrayFree.unexplainedReason))
+        } else if n > UInt64(strays.count) {
             lines.append(style.dim("  … and \(HumanUnits.count(n - UInt64(strays.count))) more (heapgen info TRACE lists the first \(TraceSummary.maxProblemLines))"))
         }
         return lines

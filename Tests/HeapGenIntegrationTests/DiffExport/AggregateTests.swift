@@ -107,6 +107,27 @@ final class AggregateTests: XCTestCase {
         XCTAssertEqual(try HeapGenCLI.run(["check", aggregated, "--fail-on", "abandoned"]).status, 23)
     }
 
+    /// An aggregated trace counts frees of addresses that were not live, but its addresses
+    /// are made up: the report says none can be explained (not "no block holds 0xe0…"), and
+    /// an invalid-free gate fails on the count.
+    func testStrayFreesAreCountedNotExplained() throws {
+        let fixture = try ReportFixture.c("strayfree.c", flags: ["-O0"])
+        let dir = try TestPaths.freshDirectory("aggregate-stray")
+        let trace = dir + "/a.trace"
+        let r = try HeapGenCLI.run(["record", "--quiet", "--aggregate", "--output", trace, "--", fixture, "realloc-freed"])
+        XCTAssertEqual(r.status, 0, r.transcript)
+        let report = try HeapGenCLI.report(trace)
+        XCTAssertEqual(report.total("untrackedFrees"), 1)
+        XCTAssertNil(report.json["strayFrees"], "nothing to explain them by: \(report.json["strayFrees"] ?? "")")
+        let text = try HeapGenCLI.run(["report", trace]).stdoutText
+        XCTAssertTrue(text.contains("Frees of addresses that were not live (1)\n  none explained: a trace recorded with --aggregate keeps no addresses"), text)
+        let html = try HeapGenCLI.run(["report", "--format", "html", trace]).stdoutText
+        XCTAssertTrue(html.contains("<li>1 free of addresses that were not live (none explained"), "the HTML page's notes")
+        let gate = try HeapGenCLI.run(["check", "--fail-on", "invalid-free", trace])
+        XCTAssertEqual(gate.status, 23, gate.transcript)
+        XCTAssertEqual(gate.stderrLines.last, "SUMMARY: heapgen: gate failed: 1 invalid free (1 not explained).")
+    }
+
     func testExportIsTheFullTraces() throws {
         let (full, aggregated) = try traces()
         for extra in [[], ["--at", "3"], ["--sample", "alloc_space"], ["--sample", "alloc_objects", "--at", "done"]] {
