@@ -37,8 +37,31 @@ import Synchronization
 /// say libcurl, are second choice: when no frame is own code by the rules above *and*
 /// outside those directories, the first frame that is not platform code is used.
 public enum OwnCode {
+    /// What a module is, by its path: platform code (``isRuntimeModule(_:)``), in a system
+    /// library directory (``isSystemLibrary(_:)``), both or neither.
+    private struct ModuleKind { var runtime: Bool, system: Bool }
+
+    /// ``moduleKind(_:)``'s answers, by path: a report asks about every frame of every stack,
+    /// and a program has a few dozen modules (a Ruby trace's stacks asked 3 M times).
+    private static let moduleKinds = Mutex<[String: ModuleKind]>([:])
+
+    /// ``isFunctionRuntime(_:)``'s answers, by demangled name; emptied when
+    /// ``setAllocationFunctions(_:)`` changes what is a wrapper.
+    private static let runtimeFunctions = Mutex<[String: Bool]>([:])
+
+    private static func moduleKind(_ path: String) -> ModuleKind {
+        if let known = moduleKinds.withLock({ $0[path] }) { return known }
+        let kind = ModuleKind(runtime: classifyRuntimeModule(path), system: classifySystemLibrary(path))
+        moduleKinds.withLock { $0[path] = kind }
+        return kind
+    }
+
     /// True if `path` is a platform module: never the program's own code.
     public static func isRuntimeModule(_ path: String) -> Bool {
+        moduleKind(path).runtime
+    }
+
+    private static func classifyRuntimeModule(_ path: String) -> Bool {
         if path.contains("/usr/lib/swift/") || path.hasPrefix("usr/lib/swift/") { return true }
         let name = baseName(path)
         if name.hasPrefix("linux-vdso") || name.hasPrefix("linux-gate") { return true }
@@ -51,6 +74,10 @@ public enum OwnCode {
     /// True if `path` is a shared object in a system library directory (a distribution's
     /// library, not built with the program). Second choice for ``firstUserFrame(_:)``.
     public static func isSystemLibrary(_ path: String) -> Bool {
+        moduleKind(path).system
+    }
+
+    private static func classifySystemLibrary(_ path: String) -> Bool {
         let name = baseName(path)
         guard name.hasPrefix("lib") || name.hasPrefix("ld-"), name.contains(".so") else { return false }
         return systemDirectories.contains { path.hasPrefix($0) }
@@ -72,6 +99,7 @@ public enum OwnCode {
     /// matches every function it starts. Replaces the names given before.
     public static func setAllocationFunctions(_ names: [String]) {
         userAllocationFunctions.withLock { $0 = names.filter { !$0.isEmpty } }
+        runtimeFunctions.withLock { $0.removeAll() }
     }
 
     /// True if `function` (demangled) is a known allocation wrapper (see the type's
@@ -93,6 +121,13 @@ public enum OwnCode {
     /// an allocation wrapper (``isAllocationWrapper(_:)``), or a compiler-generated thunk,
     /// wherever it was linked.
     public static func isRuntimeFunction(_ function: String) -> Bool {
+        if let known = runtimeFunctions.withLock({ $0[function] }) { return known }
+        let answer = classifyRuntimeFunction(function)
+        runtimeFunctions.withLock { $0[function] = answer }
+        return answer
+    }
+
+    private static func classifyRuntimeFunction(_ function: String) -> Bool {
         if allocatorFunctions.contains(function) { return true }
         if isAllocationWrapper(function) { return true }
         // C++ names carry their signature: "operator new(unsigned long)", "malloc" has none.

@@ -126,7 +126,9 @@ public final class Symbolizer: @unchecked Sendable {
             for (i, answer) in zip(retry, lookUp(exact)) where answer.frames.last?.function != nil {
                 out[i] = answer
             }
-            for i in retry where out[i].frames.last?.function == nil && isSignalReturn(requests[i]) {
+            let unnamed = retry.filter { out[$0].frames.last?.function == nil }
+            let signal = signalReturns(unnamed.map { requests[$0] })
+            for (i, yes) in zip(unnamed, signal) where yes {
                 var frame = out[i].frames[out[i].frames.count - 1]
                 frame.function = Self.signalFrameName
                 frame.shortFunction = Self.signalFrameName
@@ -140,25 +142,30 @@ public final class Symbolizer: @unchecked Sendable {
     /// `__restore_rt`), named as gdb and lldb name it.
     public static let signalFrameName = "<signal handler called>"
 
-    /// Whether the code at `request`'s address is the rt_sigreturn system call: x86-64
-    /// `mov $15, %rax; syscall`, AArch64 `mov x8, #139; svc #0`.
-    private func isSignalReturn(_ request: SymbolizationRequest) -> Bool {
-        let key = CodeKey(path: request.module.path, offset: request.moduleOffset)
-        if let known = signalReturns[key] { return known }
-        let code = ELFFile.bytes(path: request.module.path, vaddr: request.moduleOffset, count: 9) ?? []
+    /// Whether the code at each request's address is the rt_sigreturn system call: x86-64
+    /// `mov $15, %rax; syscall`, AArch64 `mov x8, #139; svc #0`. Each module's file is read
+    /// once for all its addresses.
+    private func signalReturns(_ requests: [SymbolizationRequest]) -> [Bool] {
         let x86: [UInt8] = [0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05]
         let arm: [UInt8] = [0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4]
-        let yes = code == x86 || code.prefix(8).elementsEqual(arm)
-        signalReturns[key] = yes
-        return yes
+        let keys = requests.map { CodeKey(path: $0.module.path, offset: $0.moduleOffset) }
+        var unknown: [String: [UInt64]] = [:]
+        for key in keys where signalReturnCache[key] == nil { unknown[key.path, default: []].append(key.offset) }
+        for (path, offsets) in unknown {
+            for (offset, code) in zip(offsets, ELFFile.bytes(path: path, vaddrs: offsets, count: 9)) {
+                let code = code ?? []
+                signalReturnCache[CodeKey(path: path, offset: offset)] = code == x86 || code.prefix(8).elementsEqual(arm)
+            }
+        }
+        return keys.map { signalReturnCache[$0] ?? false }
     }
 
     private struct CodeKey: Hashable {
         var path: String
         var offset: UInt64
     }
-    /// isSignalReturn's answers (a handful of addresses per program).
-    private var signalReturns: [CodeKey: Bool] = [:]
+    /// signalReturns' answers.
+    private var signalReturnCache: [CodeKey: Bool] = [:]
 
     /// `symbolize`'s look-up, with the lock held.
     private func lookUp(_ requests: [SymbolizationRequest]) -> [SymbolizationResult] {
