@@ -3,6 +3,32 @@
 import HeapGenTrace
 
 extension GenerationAnalyzer {
+    /// Where the program's teardown began among timed marks, or nil: the position of the last
+    /// peak of the whole live heap (`live`, one per ordinary mark) when every mark after it was
+    /// the collector's timer's (`timed`), the heap only fell after it, by more than a quarter,
+    /// and at least two cycles after the warm-up end there. Marks a program makes itself end its
+    /// cycles where it says; a timer goes on marking while the program frees what it kept.
+    static func teardownStart(live: [UInt64], timed: [Bool], warmUp: Int) -> Int? {
+        guard live.count >= 2, live.count == timed.count else { return nil }
+        var peak = live.count - 1
+        while peak > 0 && live[peak - 1] >= live[peak] { peak -= 1 }
+        guard peak < live.count - 1, timed[(peak + 1)...].allSatisfy({ $0 }),
+              live[live.count - 1] < live[peak] - live[peak] / 4,
+              peak - warmUp >= 2 else { return nil }
+        return peak
+    }
+
+    /// `28889828` → `28,889,828`, as the reports write byte counts.
+    static func grouped(_ n: UInt64) -> String {
+        let digits = Array(String(n))
+        var out = ""
+        for (i, d) in digits.enumerated() {
+            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
+            out.append(d)
+        }
+        return out
+    }
+
     /// The analysis of the records consumed so far.
     ///
     /// Cost: one walk over the live blocks plus O(sites + marks + series points × log marks);
@@ -58,6 +84,19 @@ extension GenerationAnalyzer {
                 window = 0..<0
                 notes.append("The window \(options.from.map { "from \"\($0)\"" } ?? "from the first mark") \(options.to.map { "to \"\($0)\"" } ?? "to the last mark") matches no ordinary marks in order: nothing judged.")
             }
+        }
+        // Timed marks (--mark-every) that landed in the program's teardown: judging them would
+        // take a leak that teardown freed for no leak at all (Node freed every Buffer there).
+        var narrowed = windowed
+        if !windowed && scopes.isEmpty,
+           let end = Self.teardownStart(live: ordinary.map { allMarks[$0].liveBytes },
+                                        timed: ordinary.map { allMarks[$0].origin == .timer }, warmUp: warmUp) {
+            window = 0..<(end + 1)
+            narrowed = true
+            let last = markCount - 1
+            notes.append("The live heap fell from \(Self.grouped(allMarks[ordinary[end]].liveBytes)) to \(Self.grouped(allMarks[ordinary[last]].liveBytes)) bytes "
+                + "after ordinary mark \(end) until the last timed mark (\(last)): the program's teardown, not judged. "
+                + "Judged the cycles up to mark \(end) (--to \(last) judges them all).")
         }
         let globalPositions = ordinary.indices.filter { positionScope[$0] < 0 && window.contains($0) }
         let globalOrdinary = globalPositions.map { ordinary[$0] }
@@ -407,8 +446,8 @@ extension GenerationAnalyzer {
         regrouping.stackFrames = stackFrames
         var analysis = Analysis(
             options: keptOptions, totals: totals, marks: allMarks, snapshot: snapshot, generations: generations,
-            cycles: windowed ? max(0, window.count - 1) : cycles,
-            judgedCycles: windowed ? max(0, window.count - 1 - warmUp) : judged, findings: findings, sites: keptSites, siteCount: sites.count,
+            cycles: narrowed ? max(0, window.count - 1) : cycles,
+            judgedCycles: narrowed ? max(0, window.count - 1 - warmUp) : judged, findings: findings, sites: keptSites, siteCount: sites.count,
             typeRollups: typeRollups, typeNames: typeNames, stacks: stacks, stackRecordIndices: stackPositions,
             modules: modules,
             process: process ?? ProcessRecord(pid: 0, ppid: 0, origin: .root, executable: "", arguments: [],

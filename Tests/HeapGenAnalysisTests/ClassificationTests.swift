@@ -1,6 +1,6 @@
 // Abandoned, cache, transient and leaked sites on synthetic traces with known answers.
 
-import HeapGenAnalysis
+@testable import HeapGenAnalysis
 import HeapGenTrace
 import XCTest
 
@@ -469,5 +469,28 @@ final class ClassificationTests: XCTestCase {
         XCTAssertEqual(analyzer.finish(), a)
         let data = try JSONEncoder().encode(a)
         XCTAssertEqual(try JSONDecoder().decode(Analysis.self, from: data), a)
+    }
+
+    /// Timed marks that landed in a teardown: the last peak of the live heap, when the heap
+    /// only fell after it by more than a quarter, every later mark was the timer's, and two
+    /// cycles after the warm-up remain.
+    func testTeardownStartIsTheLastPeakBeforeAFallAtTimedMarks() {
+        let timed = { (n: Int) in [Bool](repeating: true, count: n) }
+        let rising: [UInt64] = [100, 200, 300, 400, 500, 600]
+        XCTAssertNil(GenerationAnalyzer.teardownStart(live: rising, timed: timed(6), warmUp: 1), "no fall")
+        XCTAssertEqual(GenerationAnalyzer.teardownStart(live: rising + [20, 20], timed: timed(8), warmUp: 1), 5)
+        XCTAssertEqual(GenerationAnalyzer.teardownStart(live: rising + [400, 20], timed: timed(8), warmUp: 1), 5,
+                       "a fall over several marks")
+        XCTAssertNil(GenerationAnalyzer.teardownStart(live: rising + [500], timed: timed(7), warmUp: 1),
+                     "a sixth less is no teardown")
+        XCTAssertNil(GenerationAnalyzer.teardownStart(live: rising + [20], timed: timed(6) + [false], warmUp: 1),
+                     "the program's own mark ends a cycle where it says")
+        XCTAssertEqual(GenerationAnalyzer.teardownStart(live: rising + [20], timed: [false] + timed(6), warmUp: 1), 5,
+                       "earlier marks may be anyone's")
+        XCTAssertNil(GenerationAnalyzer.teardownStart(live: [100, 200, 300, 10], timed: timed(4), warmUp: 1),
+                     "one judged cycle would be left")
+        XCTAssertEqual(GenerationAnalyzer.teardownStart(live: [100, 200, 300, 10], timed: timed(4), warmUp: 0), 2)
+        XCTAssertEqual(GenerationAnalyzer.grouped(28_889_828), "28,889,828")
+        XCTAssertEqual(GenerationAnalyzer.grouped(894), "894")
     }
 }

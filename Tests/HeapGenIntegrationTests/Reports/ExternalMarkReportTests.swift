@@ -28,6 +28,31 @@ final class ExternalMarkReportTests: XCTestCase {
         XCTAssertEqual(r.findings.count, 1, r.findingsSummary)
     }
 
+    /// A program that frees what it kept when it shuts down, and runs on after that: the
+    /// timed marks that land in the teardown would hide the leak (Node freed every Buffer
+    /// there, and half the runs said "No growth"). The report judges the cycles up to the
+    /// last peak before the fall, says so, and `--to LAST` judges them all as before.
+    func testMarkEveryDoesNotJudgeTheTeardown() throws {
+        let fixture = try ReportFixture.c("external.c")
+        let run = try HeapGenCLI.runJSON(fixture, ["teardown", "10", "100", "450"], flags: ["--mark-every", "100ms"])
+        let r = run.report
+        let leaks = r.findings(function: "leak_two")
+        XCTAssertEqual(leaks.map(\.kind), ["abandoned"], r.findingsSummary)
+        let note = try XCTUnwrap(r.notes.first { $0.contains("the program's teardown, not judged") }, "\(r.notes)")
+        // "… (--to 14 judges them all)."
+        let last = try XCTUnwrap(note.split(separator: "(--to ").last?.split(separator: " ").first.map(String.init), note)
+        XCTAssertNotNil(Int(last), note)
+        XCTAssertLessThan(r.cycles ?? .max, Int(last) ?? 0, "the judged cycles end before the last mark: \(note)")
+        // Judged to the last timed mark, the teardown's marks freed the leak: nothing grew.
+        let whole = try HeapGenCLI.report(run.trace, flags: ["--to", last])
+        XCTAssertEqual(whole.findings(function: "leak_two").map(\.kind), [], whole.findingsSummary)
+        XCTAssertFalse(whole.notes.contains { $0.contains("teardown") }, "\(whole.notes)")
+        // The same program without the teardown: no note, the leak as before.
+        let plain = try HeapGenCLI.runJSON(fixture, ["timed", "10", "100"], flags: ["--mark-every", "100ms"]).report
+        XCTAssertFalse(plain.notes.contains { $0.contains("teardown") }, "\(plain.notes)")
+        XCTAssertEqual(plain.findings(function: "leak_two").map(\.kind), ["abandoned"], plain.findingsSummary)
+    }
+
     /// The same program started by a shell script that runs 0.5 s first: the script gets
     /// timer marks too, and its trace is written first. The report (JSON shows one) is on
     /// the program the script exec'd, with its leak; it was on the script, with none.

@@ -3,6 +3,9 @@
  *   external timed CYCLES PERIOD_MS
  *       every PERIOD_MS, half-way through the period, leak_two() leaks 2 blocks
  *       (absolute deadlines: no drift), then exits at the end of the last period.
+ *   external teardown CYCLES PERIOD_MS TAIL_MS
+ *       the same cycles, then frees every block it kept (a server's shutdown) and
+ *       runs TAIL_MS more before exiting, so that timed marks land after the teardown.
  *   external driven PIDFILE GO_FIFO DONE_FIFO CYCLES
  *       writes its pid to PIDFILE, then for each cycle reads one byte from GO_FIFO,
  *       runs the cycle and writes one byte to DONE_FIFO. No stdio.
@@ -47,7 +50,7 @@ static void add_ms(struct timespec *t, long ms) {
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 4 && strcmp(argv[1], "timed") == 0) {
+    if (argc >= 4 && (strcmp(argv[1], "timed") == 0 || strcmp(argv[1], "teardown") == 0)) {
         int cycles = atoi(argv[2]);
         long period = atol(argv[3]);
         struct timespec t;
@@ -60,6 +63,12 @@ int main(int argc, char **argv) {
         }
         add_ms(&t, -period / 2 + period / 4);
         sleep_until(&t);
+        if (strcmp(argv[1], "teardown") == 0 && argc >= 5) {
+            for (int k = 0; k < nkept; k++) free(kept[k]);
+            nkept = 0;
+            add_ms(&t, atol(argv[4]));
+            sleep_until(&t);
+        }
         return 0;
     }
     if (argc >= 6 && (strcmp(argv[1], "driven") == 0 || strcmp(argv[1], "driven-titled") == 0)) {
