@@ -85,10 +85,15 @@ final class Demangler {
         for n in names where out[n] == nil && partial[n] == nil {
             if let c = cache[n] { out[n] = c; continue }
             if n.hasPrefix("_Z"), let cxx, let name = Self.call(n, { p, _ in cxx(p, nil, nil, nil) }) {
-                out[n] = DemangledName(full: name, short: name)
+                let plain = Self.rustLegacy(name) ?? name
+                out[n] = DemangledName(full: plain, short: plain)
                 continue
             }
-            guard Self.isSwiftMangled(n) else { out[n] = DemangledName(full: n, short: n); continue }
+            guard Self.isSwiftMangled(n) else {
+                let plain = Self.rustLegacy(n) ?? n
+                out[n] = DemangledName(full: plain, short: plain)
+                continue
+            }
             let fullName = full.flatMap { f in Self.call(n) { f($0, $1, nil, nil, 0) } }
             let shortName = short.flatMap { s in Self.call(n) { s($0, $1, nil, nil) } }
             if let fullName, let shortName {
@@ -154,6 +159,59 @@ final class Demangler {
             }
         }
         return out
+    }
+
+    /// A Rust name of the legacy mangling as an Itanium demangler leaves it
+    /// (`alloc::vec::Vec$LT$T$C$A$GT$::with_capacity_in::h09af10dba97e4961`) in Rust's own
+    /// form (`alloc::vec::Vec<T,A>::with_capacity_in`), as rustc-demangle writes it: the
+    /// hash component dropped, `$…$` escapes and `..` decoded. Nil for any other name: the
+    /// final `::h` and 16 hex digits are what marks the legacy scheme (v0 names, `_R…`,
+    /// llvm-symbolizer demangles itself).
+    static func rustLegacy(_ name: String) -> String? {
+        let hashLength = 19   // "::h" and 16 hex digits
+        guard name.utf8.count > hashLength else { return nil }
+        let cut = name.index(name.endIndex, offsetBy: -hashLength)
+        let hash = name[cut...]
+        guard hash.hasPrefix("::h"), hash.dropFirst(3).allSatisfy(\.isHexDigit) else { return nil }
+        var out = ""
+        for (k, component) in name[..<cut].split(separator: "::", omittingEmptySubsequences: false).enumerated() {
+            if k > 0 { out += "::" }
+            // A component that would start with `$` is written `_$…`.
+            var rest = component.hasPrefix("_$") ? component.dropFirst() : component
+            while let c = rest.first {
+                if c == "$", let end = rest.dropFirst().firstIndex(of: "$") {
+                    let code = rest[rest.index(after: rest.startIndex)..<end]
+                    guard let decoded = Self.rustEscape(code) else { return nil }
+                    out += decoded
+                    rest = rest[rest.index(after: end)...]
+                } else if rest.hasPrefix("..") {
+                    out += "::"
+                    rest = rest.dropFirst(2)
+                } else {
+                    out.append(c)
+                    rest = rest.dropFirst()
+                }
+            }
+        }
+        return out
+    }
+
+    /// The character of one `$…$` escape of a legacy Rust name (`LT` → `<`, `u20` → ` `).
+    private static func rustEscape(_ code: Substring) -> String? {
+        switch code {
+        case "SP": return "@"
+        case "BP": return "*"
+        case "RF": return "&"
+        case "LT": return "<"
+        case "GT": return ">"
+        case "LP": return "("
+        case "RP": return ")"
+        case "C": return ","
+        default:
+            guard code.hasPrefix("u"), let value = UInt32(code.dropFirst(), radix: 16),
+                  let scalar = Unicode.Scalar(value) else { return nil }
+            return String(Character(scalar))
+        }
     }
 
     /// The simplified demangler leaves the context of top-level closures

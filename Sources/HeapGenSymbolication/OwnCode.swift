@@ -13,6 +13,8 @@ import Synchronization
 ///   `lib_Foundation*.so`, `libdispatch.so`, `libBlocksRuntime.so`, `libXCTest.so`,
 ///   `libTesting.so`, anything under a toolchain's `usr/lib/swift/`) or the vDSO
 ///   (``isRuntimeModule(_:)``);
+/// - or its file is the toolchain's: Swift's `<compiler-generated>`, Rust's standard library
+///   (`/rustc/…`);
 /// - or its function is allocator or runtime plumbing even though it sits in the program's
 ///   own module, as happens with a statically linked Swift runtime or with library code
 ///   specialized or inlined into the program: `malloc` & co, `operator new`,
@@ -175,9 +177,16 @@ public enum OwnCode {
     public static func isOwnCode(module: String?, function: String?, file: String?) -> Bool {
         guard let module else { return false }
         if isRuntimeModule(module) || isSystemLibrary(module) { return false }
-        if let file, file.hasSuffix("<compiler-generated>") { return false }
+        if let file, isToolchainFile(file) { return false }
         if let function, isRuntimeFunction(function) { return false }
         return true
+    }
+
+    /// True if `file` is the compiler's, not the program's: Swift's `<compiler-generated>`
+    /// glue, Rust's standard library (rustc writes its sources as `/rustc/<commit>/library/…`,
+    /// linked into every Rust program: `alloc::alloc::alloc` is no one's allocation site).
+    static func isToolchainFile(_ file: String) -> Bool {
+        file.hasSuffix("<compiler-generated>") || file.hasPrefix("/rustc/")
     }
 
     /// True if no frame of `frames` is the program's own code while every frame lies in a
@@ -206,7 +215,7 @@ public enum OwnCode {
         }
         return frames.firstIndex { frame in
             guard let module = frame.module, !isRuntimeModule(module) else { return false }
-            if let file = frame.file, file.hasSuffix("<compiler-generated>") { return false }
+            if let file = frame.file, isToolchainFile(file) { return false }
             return !(frame.function.map(isRuntimeFunction) ?? false)
         }
     }
@@ -270,6 +279,9 @@ public enum OwnCode {
     static let runtimeFunctionPrefixes = [
         "swift_", "_swift_", "__swift_", "swift::", "__swift::", "std::", "__gnu_cxx::", "__cxa_", "__cxx",
         "void swift::", "void std::",
+        // Rust's standard library, when it has no file (no debug info): its crates and their
+        // trait implementations, and the global allocator's shims.
+        "alloc::", "core::", "<alloc::", "<core::", "<std::", "__rust_", "__rdl_", "__rg_",
     ]
 
     static let thunkPrefixes = [

@@ -81,6 +81,27 @@ final class BackendAndDemanglerTests: XCTestCase {
         XCTAssertEqual(d.demangle("_Znotreally").full, "_Znotreally")
     }
 
+    /// Rust's legacy mangling is Itanium's with a hash component and `$…$` escapes: after
+    /// demangling, names read as Rust writes them (the symbols of a `rustc -O -g` program).
+    func testRustLegacyNamesReadAsRust() {
+        let d = Demangler(mode: .automatic)
+        XCTAssertEqual(d.demangle("_ZN4main8leak_box17h8d56c0c19e8d2495E").full, "main::leak_box")
+        XCTAssertEqual(d.demangle("_ZN79_$LT$hashbrown..raw..RawTable$LT$T$C$A$GT$$u20$as$u20$core..ops..drop..Drop$GT$4drop17h8b3f581103486bfaE").full,
+                       "<hashbrown::raw::RawTable<T,A> as core::ops::drop::Drop>::drop")
+        // llvm-symbolizer's own demangling, passed through.
+        XCTAssertEqual(d.demangle("alloc::vec::Vec$LT$T$C$A$GT$::with_capacity_in::h09af10dba97e4961").full,
+                       "alloc::vec::Vec<T,A>::with_capacity_in")
+        XCTAssertEqual(d.demangle("std::rt::lang_start::_$u7b$$u7b$closure$u7d$$u7d$::hdbee5a3fa7ab6636").short,
+                       "std::rt::lang_start::{{closure}}")
+        XCTAssertEqual(Demangler.rustLegacy("_$LT$$RF$T$u20$as$u20$core..fmt..Debug$GT$::fmt::h0123456789abcdef"),
+                       "<&T as core::fmt::Debug>::fmt")
+        // Not legacy Rust: left alone.
+        for name in ["ns::Foo<int>::bar(int)", "main::h0123", "a::hxyzxyzxyzxyzxyzx", "f::h0123456789abcdef$LQ$"] {
+            XCTAssertEqual(d.demangle(name).full, name)
+        }
+        XCTAssertNil(Demangler.rustLegacy("a::b$ZZ$c::h0123456789abcdef"), "an unknown escape")
+    }
+
     func testCommandLineDemanglerMatchesRuntime() throws {
         guard let tool = ToolLocator.swiftDemangle() else { throw XCTSkip("no swift-demangle") }
         let names = ["$s7Fixture9InventoryC7addItem5namedSiSS_tF", "$s7Fixture16ProfileViewModelV4nameACSS_tcfC",

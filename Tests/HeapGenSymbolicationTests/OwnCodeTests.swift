@@ -109,4 +109,28 @@ final class OwnCodeTests: XCTestCase {
         ]))
         XCTAssertNil(OwnCode.firstUserFrame([]))
     }
+
+    /// A Rust program links its standard library in: `alloc::alloc::alloc` and `Vec`'s
+    /// growth sit in the program's module, with files under `/rustc/<commit>/library/`
+    /// (or no file without debug info). The user frame is the program's function.
+    func testFirstUserFrameSkipsRustsStandardLibrary() {
+        let exe = "/tmp/app/target/release/app"
+        let std = "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/alloc/src/"
+        let frames = [
+            SymbolicatedFrame(function: "alloc::alloc::alloc", file: std + "alloc.rs", line: 95, module: exe, address: 1),
+            SymbolicatedFrame(function: "<alloc::alloc::Global as core::alloc::Allocator>::allocate", file: std + "alloc.rs",
+                              line: 429, module: exe, address: 2),
+            SymbolicatedFrame(function: "alloc::vec::Vec<T,A>::with_capacity_in", file: std + "vec/mod.rs", line: 3, module: exe, address: 3),
+            SymbolicatedFrame(function: "main::leak_box", file: "/tmp/app/src/main.rs", line: 12, module: exe, address: 4),
+            SymbolicatedFrame(function: "main::main", file: "/tmp/app/src/main.rs", line: 17, module: exe, address: 5),
+        ]
+        XCTAssertEqual(OwnCode.firstUserFrame(frames), 3)
+        // Without debug info: by name.
+        let stripped = frames.map { SymbolicatedFrame(function: $0.function, module: exe, address: $0.address) }
+        XCTAssertEqual(OwnCode.firstUserFrame(stripped), 3)
+        for name in ["__rust_alloc", "__rdl_alloc", "core::ptr::drop_in_place<u8>", "<alloc::string::String as core::clone::Clone>::clone"] {
+            XCTAssertTrue(OwnCode.isRuntimeFunction(name), name)
+        }
+        XCTAssertFalse(OwnCode.isRuntimeFunction("<app::Cache as core::fmt::Debug>::fmt"))
+    }
 }
