@@ -30,7 +30,8 @@ import Synchronization
 /// Allocation wrappers are skipped the same way, so that a site is named after the code that
 /// asked for memory, not after the wrapper every allocation goes through: redis's `zmalloc`
 /// family, `xmalloc` & co (GNU), GLib's `g_malloc`/`g_new`/`g_slice_alloc` family, PHP's
-/// `emalloc`/`ecalloc`, CPython's `PyMem_*`/`PyObject_Malloc` family, every `operator new`
+/// `emalloc`/`ecalloc`, CPython's `PyMem_*`/`PyObject_Malloc` family, OpenSSL's `CRYPTO_malloc`
+/// family, Ruby's `ruby_xmalloc` family, Lua's `luaM_*`, Tcl's `Tcl_Alloc`, every `operator new`
 /// variant, `swift_slowAlloc`/`swift_allocObject` (``isAllocationWrapper(_:)``), and the
 /// names given with `--alloc-fn` (``setAllocationFunctions(_:)``), as valgrind massif's
 /// `--alloc-fn` does.
@@ -266,6 +267,14 @@ public enum OwnCode {
         "_PyObject_Realloc", "pymalloc_alloc", "pymalloc_realloc", "_PyMem_DebugRawAlloc",
         "_PyMem_DebugRawMalloc", "_PyMem_DebugRawCalloc", "_PyMem_DebugRawRealloc", "_PyMem_DebugMalloc",
         "_PyMem_DebugCalloc", "_PyMem_DebugRealloc",
+        // OpenSSL (crypto/mem.c): Node's largest sites were all CRYPTO_zalloc
+        "CRYPTO_malloc", "CRYPTO_zalloc", "CRYPTO_realloc", "CRYPTO_clear_realloc", "CRYPTO_strdup",
+        "CRYPTO_strndup", "CRYPTO_memdup", "CRYPTO_secure_malloc", "CRYPTO_secure_zalloc",
+        // Ruby (gc.c), Lua (lmem.c, lauxlib.c's default allocator), Tcl
+        "ruby_xmalloc", "ruby_xmalloc2", "ruby_xcalloc", "ruby_xrealloc", "ruby_xrealloc2", "ruby_strdup",
+        "objspace_xmalloc0", "objspace_xcalloc", "objspace_xrealloc",
+        "luaM_malloc_", "luaM_realloc_", "luaM_saferealloc_", "luaM_growaux_", "luaM_shrinkvector_", "l_alloc",
+        "Tcl_Alloc", "Tcl_Realloc", "Tcl_AttemptAlloc", "Tcl_AttemptRealloc", "TclpAlloc", "TclpRealloc",
         // Swift runtime
         "swift_slowAlloc", "swift_allocObject",
     ]

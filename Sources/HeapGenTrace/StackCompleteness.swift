@@ -12,8 +12,18 @@ public enum StackCompleteness {
             + "and findings may be incomplete"
     }
 
-    /// `stack truncated at 64 frames (…)`: the outermost callers are missing.
+    /// The shim's frame limit unless `HEAPGEN_MAX_FRAMES` sets another.
+    public static let defaultFrameLimit = 128
+
+    /// `stack truncated at 128 frames (…)`: the outermost callers are missing. A stack cut
+    /// before the default limit most often ended where the unwinder could not go on (the
+    /// trace does not say which): code without unwind information, as a JIT compiler's (V8's
+    /// stacks end at its first generated frame), so the limit is not blamed for it.
     public static func truncated(frames: Int) -> String {
-        "stack truncated at \(frames) frames (its outermost callers are missing; HEAPGEN_MAX_FRAMES raises the limit)"
+        if frames < defaultFrameLimit {
+            return "stack cut short at \(frames) frames (its outermost callers are missing: the unwinder could not walk on, "
+                + "as in code without unwind information such as a JIT compiler's, or HEAPGEN_MAX_FRAMES was \(frames))"
+        }
+        return "stack truncated at \(frames) frames (its outermost callers are missing; HEAPGEN_MAX_FRAMES raises the limit)"
     }
 }

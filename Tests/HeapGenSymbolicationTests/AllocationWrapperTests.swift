@@ -9,13 +9,15 @@ final class AllocationWrapperTests: XCTestCase {
                      "xmalloc", "xcalloc", "xrealloc", "xstrdup", "g_malloc", "g_malloc0", "g_malloc_n", "g_slice_alloc",
                      "emalloc", "ecalloc", "_emalloc", "swift_slowAlloc", "swift_allocObject",
                      "_PyObject_Malloc", "PyObject_Malloc", "PyMem_RawMalloc", "_PyMem_DebugRawAlloc", "pymalloc_alloc",
+                     "CRYPTO_zalloc", "CRYPTO_malloc", "CRYPTO_strdup", "ruby_xmalloc", "ruby_xmalloc2", "luaM_malloc_",
+                     "l_alloc", "Tcl_Alloc",
                      "operator new(unsigned long)", "operator new[](unsigned long)",
                      "operator new(unsigned long, std::align_val_t)", "operator new(unsigned long, std::nothrow_t const&)"] {
             XCTAssertTrue(OwnCode.isAllocationWrapper(name), name)
             XCTAssertTrue(OwnCode.isRuntimeFunction(name), name)
         }
         for name in ["main", "my_alloc", "createObject", "pvPortMalloc", "zmalloc_size_stats", "xmallocx_user", "app_malloc",
-                     "PyObject_MallocStats", "new_keys_object"] {
+                     "PyObject_MallocStats", "new_keys_object", "CRYPTO_free", "ruby_xfree", "asn1_item_embed_new"] {
             XCTAssertFalse(OwnCode.isAllocationWrapper(name), name)
         }
     }

@@ -61,4 +61,13 @@ final class StackCompletenessRecordTests: XCTestCase {
         XCTAssertEqual(s.truncatedStackCount, 1)
         XCTAssertEqual(s.end.stacksLost, 42)
     }
+
+    /// A stack cut before the default limit is not blamed on the limit (V8's stacks end at
+    /// its first generated frame, 5 or 6 frames in); one at the limit is.
+    func testTheWordingSaysWhyAStackIsCut() {
+        XCTAssertEqual(StackCompleteness.truncated(frames: 128),
+                       "stack truncated at 128 frames (its outermost callers are missing; HEAPGEN_MAX_FRAMES raises the limit)")
+        XCTAssertTrue(StackCompleteness.truncated(frames: 6).hasPrefix("stack cut short at 6 frames (its outermost callers are missing: the unwinder could not walk on"))
+        XCTAssertTrue(StackCompleteness.truncated(frames: 6).hasSuffix("or HEAPGEN_MAX_FRAMES was 6)"))
+    }
 }
