@@ -360,6 +360,9 @@ public enum TextReport {
             c.leakedBlocks = (a.leakedBlocks ?? 0) + (b.leakedBlocks ?? 0)
             c.leakedBytes = (a.leakedBytes ?? 0) + (b.leakedBytes ?? 0)
         }
+        if a.retainedBytes != nil || b.retainedBytes != nil {
+            c.retainedBytes = (a.retainedBytes ?? 0) + (b.retainedBytes ?? 0)
+        }
         if a.directBlocks != nil || b.directBlocks != nil {
             c.directBlocks = (a.directBlocks ?? 0) + (b.directBlocks ?? 0)
             c.directBytes = (a.directBytes ?? 0) + (b.directBytes ?? 0)
@@ -370,21 +373,23 @@ public enum TextReport {
     }
 
     static func growthFinding(_ f: Report.Finding, number: Int, sites: Int = 1, _ style: TextStyle) -> [String] {
-        let perCycle = "\(objectsText(f.averageObjectsPerCycle)) / \(HumanUnits.signedBytes(f.averageBytesPerCycle)) per cycle"
-        var lines = ["  \(number). " + style.bold(title(f)) + "  " + perCycle
+        // A leak found at exit in a run without cycles has no growth to show.
+        let noCycles = f.cycles == 0 && f.objectsPerCycle.allSatisfy { $0 == 0 } && f.bytesPerCycle.allSatisfy { $0 == 0 }
+        let perCycle = noCycles ? "" : "  \(objectsText(f.averageObjectsPerCycle)) / \(HumanUnits.signedBytes(f.averageBytesPerCycle)) per cycle"
+        var lines = ["  \(number). " + style.bold(title(f)) + perCycle
             + (sites > 1 ? style.dim("  (\(sites) sites whose stacks differ only outside the frames shown)") : "")]
         let warm = max(0, f.objectsPerCycle.count - f.cycles)
         let useBytes = f.objectsPerCycle.suffix(f.cycles).allSatisfy { $0 == 0 }
         let staircase = series(useBytes ? f.bytesPerCycle.map(HumanUnits.signedBytes) : f.objectsPerCycle.map { String($0) },
                                warmUp: warm)
-        var detail = "     per cycle: \(staircase)   " + growthCount(f)
+        var details: [String] = noCycles ? [] : ["per cycle: \(staircase)", growthCount(f)]
         if f.survivingObjects > 0 || f.survivingBytes > 0 {
-            detail += "   surviving: \(HumanUnits.plural(f.survivingObjects, "object")), \(HumanUnits.bytes(f.survivingBytes))"
+            details.append("surviving: \(HumanUnits.plural(f.survivingObjects, "object")), \(HumanUnits.bytes(f.survivingBytes))")
         }
         if let blocks = f.leakedBlocks {
-            detail += "   leaked: \(HumanUnits.plural(blocks, "block")), \(HumanUnits.bytes(f.leakedBytes ?? 0))"
+            details.append("leaked: \(HumanUnits.plural(blocks, "block")), \(HumanUnits.bytes(f.leakedBytes ?? 0))")
         }
-        lines.append(detail)
+        if !details.isEmpty { lines.append("     " + details.joined(separator: "   ")) }
         lines += leakSplitLines(f, indent: "     ")
         lines += stack(f.frames, from: f.userFrame, style)
         if let n = f.stackTruncatedAt {

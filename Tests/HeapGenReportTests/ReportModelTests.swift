@@ -186,6 +186,36 @@ final class ReportBuilderTests: XCTestCase {
     }
 }
 
+/// Leaks found at exit in a run without marks: no growth to show.
+final class LeakedTextTests: XCTestCase {
+    static func leak(objects: UInt64, bytes: UInt64, retained: UInt64, address: UInt64) -> ModelReport.Finding {
+        var f = ModelReport.Finding(kind: .leaked, typeName: nil, frames: SourceSitesTests.frames(address: address), userFrame: 0,
+                                    cycles: 0, cyclesWithGrowth: 0, objectsPerCycle: [0], bytesPerCycle: [0],
+                                    averageBytesPerCycle: 0, survivingObjects: 0, survivingBytes: 0)
+        f.leakedBlocks = objects
+        f.leakedBytes = bytes
+        f.retainedBytes = retained
+        return f
+    }
+
+    /// It read "0 objects / 0 B per cycle" and "per cycle:    grew in 0 of 0 judged cycles";
+    /// two sites shown as one retained the first one's bytes only.
+    func testALeakWithoutCyclesShowsWhatLeakedAndTheGroupsSums() {
+        let lines = TextReport.growthFinding(TextReport.summed(Self.leak(objects: 1, bytes: 100, retained: 100, address: 1),
+                                                               Self.leak(objects: 99, bytes: 9_900, retained: 9_900, address: 2)),
+                                             number: 1, sites: 2, TextStyle(enabled: false))
+        XCTAssertEqual(lines[0], "  1. blocks from leak_session  (2 sites whose stacks differ only outside the frames shown)")
+        XCTAssertEqual(lines[1], "     leaked: 100 blocks, 10.0 kB")
+        XCTAssertFalse(lines.contains { $0.contains("per cycle") }, "\(lines)")
+        XCTAssertTrue(lines.contains("     retains 10.0 kB"), "\(lines)")
+        // With cycles, the growth line is as before.
+        var grown = Self.leak(objects: 1, bytes: 100, retained: 100, address: 1)
+        grown.cycles = 2
+        grown.objectsSeries = CycleSeries([0, 1, 1])
+        XCTAssertTrue(TextReport.growthFinding(grown, number: 1, TextStyle(enabled: false))[1].hasPrefix("     per cycle: "))
+    }
+}
+
 final class SourceSitesTests: XCTestCase {
     static func finding(_ kind: ModelReport.Finding.Kind, objects: [Int], column: Int = 5, address: UInt64 = 1,
                         function: String? = "leak_session") -> ModelReport.Finding {
