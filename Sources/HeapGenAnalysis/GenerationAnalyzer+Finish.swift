@@ -419,7 +419,8 @@ extension GenerationAnalyzer {
         }
         totals.leakScanned = scannedUnreachable != nil
         if scannedUnreachable != nil {
-            notes.append("leak scan: \(scanObjects) unreachable block\(scanObjects == 1 ? "" : "s") (\(scanBytes) B) of \(table.count) live at exit.")
+            notes.append("leak scan: \(Self.grouped(UInt64(scanObjects))) unreachable block\(scanObjects == 1 ? "" : "s") "
+                + "(\(Self.grouped(UInt64(scanBytes))) B) of \(Self.grouped(UInt64(table.count))) live at exit.")
         }
         if let unreachable, options.unreachable != nil {
             notes.append("Leak classification used \(unreachable.count) unreachable block addresses.")
