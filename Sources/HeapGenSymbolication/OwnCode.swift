@@ -36,6 +36,10 @@ import Synchronization
 /// names given with `--alloc-fn` (``setAllocationFunctions(_:)``), as valgrind massif's
 /// `--alloc-fn` does.
 ///
+/// A launcher's stacks (an interpreter such as `ruby`: the program's own code is only an
+/// entry without source, `main` or an unnamed frame of a stripped executable) are named in
+/// the library that did the work (``launcherLibraryFrame(_:own:)``).
+///
 /// Shared objects that merely live in the system library directories (`/usr/lib`, `/lib`…),
 /// say libcurl, are second choice: when no frame is own code by the rules above *and*
 /// outside those directories, the first frame that is not platform code is used.
@@ -207,6 +211,7 @@ public enum OwnCode {
     /// frame has a line (the `Model(…)` call written by the user), that one is chosen.
     public static func firstUserFrame(_ frames: [SymbolicatedFrame]) -> Int? {
         let own = frames.indices.filter { isOwnCode(module: frames[$0].module, function: frames[$0].function, file: frames[$0].file) }
+        if let library = launcherLibraryFrame(frames, own: own) { return library }
         if let first = own.first {
             if frames[first].file != nil && frames[first].line == nil,
                let withLine = own.first(where: { frames[$0].line != nil }) {
@@ -219,6 +224,31 @@ public enum OwnCode {
             if let file = frame.file, isToolchainFile(file) { return false }
             return !(frame.function.map(isRuntimeFunction) ?? false)
         }
+    }
+
+    /// When the program's own code on the stack is only a launcher's entry without source
+    /// (`main` or an unnamed frame of a stripped executable, then libc's start and `_start`)
+    /// and everything it did went through a library, an interpreter's (`ruby` is a
+    /// 12 KB `main` over libruby): the innermost frame of that library that is not allocator
+    /// plumbing, named if one is. Every Ruby site was `ruby3.1+0x110b` before.
+    static func launcherLibraryFrame(_ frames: [SymbolicatedFrame], own: [Int]) -> Int? {
+        guard let first = own.first, frames[first].file == nil else { return nil }
+        let entryNames: Set<String?> = [nil, "main", "_start"]
+        for i in first..<frames.count {
+            let f = frames[i]
+            if own.contains(i) {
+                guard entryNames.contains(f.function) else { return nil }
+            } else if !(f.module.map(isRuntimeModule) ?? false) {
+                return nil
+            }
+        }
+        let candidates = frames[..<first].indices.filter { i in
+            let f = frames[i]
+            guard let module = f.module, !isRuntimeModule(module) else { return false }
+            if let file = f.file, isToolchainFile(file) { return false }
+            return !(f.function.map(isRuntimeFunction) ?? false)
+        }
+        return candidates.first { frames[$0].function != nil } ?? candidates.first
     }
 
     // MARK: - Tables

@@ -133,4 +133,35 @@ final class OwnCodeTests: XCTestCase {
         }
         XCTAssertFalse(OwnCode.isRuntimeFunction("<app::Cache as core::fmt::Debug>::fmt"))
     }
+
+    /// An interpreter's executable is a launcher: its own frames are an unnamed `main` over
+    /// libc's start; the site is the interpreter library's innermost named frame past its
+    /// allocation wrappers. A `main` with source, or own code that is more than an entry,
+    /// stays the user frame.
+    func testALaunchersSitesAreNamedInsideItsLibrary() {
+        let ruby = "/usr/bin/ruby3.1", lib = "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1"
+        let libc = "/lib/x86_64-linux-gnu/libc.so.6"
+        var frames = [
+            SymbolicatedFrame(function: "malloc", module: libc, address: 1),
+            SymbolicatedFrame(function: "ruby_xmalloc", module: lib, address: 2),
+            SymbolicatedFrame(module: lib, address: 3),
+            SymbolicatedFrame(function: "rb_str_plus", module: lib, address: 4),
+            SymbolicatedFrame(function: "ruby_run_node", module: lib, address: 5),
+            SymbolicatedFrame(module: ruby, address: 6),
+            SymbolicatedFrame(function: "__libc_start_call_main", module: libc, address: 7),
+            SymbolicatedFrame(function: "_start", module: ruby, address: 8),
+        ]
+        XCTAssertEqual(OwnCode.firstUserFrame(frames), 3, "rb_str_plus, not ruby3.1+0x6")
+        frames[3].function = nil
+        frames[4].function = nil
+        XCTAssertEqual(OwnCode.firstUserFrame(frames), 2, "no name in the library: its first frame past the wrappers")
+        // A main with its source is the program's own code, whatever it called.
+        var withSource = frames
+        withSource[5] = SymbolicatedFrame(function: "main", file: "/src/app.c", line: 5, module: ruby, address: 6)
+        XCTAssertEqual(OwnCode.firstUserFrame(withSource), 5)
+        // Own code that is more than the entry: as before.
+        var more = frames
+        more.insert(SymbolicatedFrame(function: "run_script", module: ruby, address: 9), at: 5)
+        XCTAssertEqual(OwnCode.firstUserFrame(more), 5)
+    }
 }
