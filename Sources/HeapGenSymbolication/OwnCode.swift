@@ -153,7 +153,11 @@ public enum OwnCode {
     /// concurrency's `swift::runJobInEstablishedExecutorContext` and `swift_job_run`,
     /// libdispatch's `_dispatch_client_callout`. The frames outside it say which thread or
     /// queue path ran the job, which changes from run to run, not which code allocated (a
-    /// task's callers are not on the machine stack at all). A callout made by a synchronous
+    /// task's callers are not on the machine stack at all). Likewise V8's embedded builtins
+    /// (`Builtins_…`), where JavaScript called into the runtime: the frames outside depend on
+    /// which tier ran the caller (interpreter or optimized code), which changes during a run
+    /// (one leaking function was two sites, the first of which stopped growing when it was
+    /// optimized), and the walk ends in the generated code anyway. A callout made by a synchronous
     /// dispatch (`DispatchQueue.sync`, `dispatch_sync`) is none: that block runs on its
     /// caller's thread, for its caller, whose frames tell sites apart.
     public static func jobEntry<C: Collection>(_ functions: C) -> C.Index? where C.Element == String? {
@@ -171,7 +175,7 @@ public enum OwnCode {
     }
 
     private static let callout = "_dispatch_client_callout"
-    private static let jobEntryPrefixes = ["swift::runJobInEstablishedExecutorContext(", "swift_job_run", callout]
+    private static let jobEntryPrefixes = ["swift::runJobInEstablishedExecutorContext(", "swift_job_run", callout, "Builtins_"]
     private static let syncDispatchPrefixes = [
         "_dispatch_sync", "_dispatch_lane_barrier_sync", "_dispatch_barrier_sync", "dispatch_sync",
         "dispatch_barrier_sync", "_dispatch_async_and_wait", "dispatch_async_and_wait",

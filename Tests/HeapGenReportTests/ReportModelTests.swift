@@ -261,6 +261,25 @@ final class SourceSitesTests: XCTestCase {
         XCTAssertEqual(SourceSites.pathKey(synced(from: "fromA"))?.count, 5)
     }
 
+    /// Node: one leaking JavaScript function allocated through two stacks, its interpreted
+    /// calls' (through more of V8's builtins, the walk ending in generated code) and its
+    /// optimized calls'; one site, ended at the innermost builtin, as a job entry.
+    func testPathKeyEndsAtV8sBuiltins() {
+        func stack(_ names: [String]) -> [ModelReport.Frame] {
+            names.enumerated().map { i, name in
+                ModelReport.Frame(function: name, module: "/usr/bin/node", address: UInt64(0x100 * (i + 1)))
+            }
+        }
+        let runtime = ["node::NodeArrayBufferAllocator::Allocate(unsigned long)",
+                       "v8::internal::Builtin_ArrayBufferConstructor(int, unsigned long*, v8::internal::Isolate*)",
+                       "Builtins_CEntry_Return1_ArgvOnStack_BuiltinExit"]
+        let interpreted = stack(runtime + ["Builtins_JSBuiltinsConstructStub", "Builtins_CreateTypedArray",
+                                           "Builtins_TypedArrayConstructor"])
+        let optimized = stack(runtime)
+        XCTAssertEqual(SourceSites.pathKey(interpreted), SourceSites.pathKey(optimized))
+        XCTAssertEqual(SourceSites.pathKey(interpreted)?.count, 3)
+    }
+
     /// gcc peels the first iteration: stack 1 allocates in cycle 1 only (alone a cache), stack 2
     /// from cycle 2 on (alone abandoned, missing cycle 1). Their frames are one source path, so
     /// the report judges them as one site; stack 3 (another column) and stacks without function
