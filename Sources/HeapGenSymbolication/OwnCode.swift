@@ -31,10 +31,10 @@ import Synchronization
 /// asked for memory, not after the wrapper every allocation goes through: redis's `zmalloc`
 /// family, `xmalloc` & co (GNU), GLib's `g_malloc`/`g_new`/`g_slice_alloc` family, PHP's
 /// `emalloc`/`ecalloc`, CPython's `PyMem_*`/`PyObject_Malloc` family, OpenSSL's `CRYPTO_malloc`
-/// family, Ruby's `ruby_xmalloc` family, Lua's `luaM_*`, Tcl's `Tcl_Alloc`, every `operator new`
-/// variant, `swift_slowAlloc`/`swift_allocObject` (``isAllocationWrapper(_:)``), and the
-/// names given with `--alloc-fn` (``setAllocationFunctions(_:)``), as valgrind massif's
-/// `--alloc-fn` does.
+/// family, Ruby's `ruby_xmalloc` family, Perl's `Perl_safesysmalloc`, Lua's `luaM_*`, Tcl's
+/// `Tcl_Alloc`, every `operator new` variant, `swift_slowAlloc`/`swift_allocObject`
+/// (``isAllocationWrapper(_:)``), and the names given with `--alloc-fn`
+/// (``setAllocationFunctions(_:)``), as valgrind massif's `--alloc-fn` does.
 ///
 /// A launcher's stacks (an interpreter such as `ruby`: the program's own code is only an
 /// entry without source, `main` or an unnamed frame of a stripped executable) are named in
@@ -309,6 +309,8 @@ public enum OwnCode {
         "objspace_xmalloc0", "objspace_xcalloc", "objspace_xrealloc",
         "luaM_malloc_", "luaM_realloc_", "luaM_saferealloc_", "luaM_growaux_", "luaM_shrinkvector_", "l_alloc",
         "Tcl_Alloc", "Tcl_Realloc", "Tcl_AttemptAlloc", "Tcl_AttemptRealloc", "TclpAlloc", "TclpRealloc",
+        // Perl (util.c): every site of a Perl script was Perl_safesysmalloc
+        "Perl_safesysmalloc", "Perl_safesyscalloc", "Perl_safesysrealloc",
         // Swift runtime
         "swift_slowAlloc", "swift_allocObject",
     ]
