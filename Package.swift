@@ -77,7 +77,7 @@ let package = Package(
         ),
         // Generations, per-site growth, abandoned / cache / leaked findings; the live heap
         // replayed to a trace point (what diffs and exports measure).
-        .target(name: "HeapGenAnalysis", dependencies: ["HeapGenTrace"]),
+        .target(name: "HeapGenAnalysis", dependencies: ["HeapGenTrace", "HeapGenUnits"]),
         // Stacks of addresses to frames (module timeline, stored symbols, symbolizer), the one
         // frame type, own-code detection; Swift and C++ demangling.
         // (HeapGenTrace: module and symbols records; HeapGenAnalysis: the module events and

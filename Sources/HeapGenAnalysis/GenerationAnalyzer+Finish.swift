@@ -1,6 +1,7 @@
 // Turning the analyzer's running state into an Analysis.
 
 import HeapGenTrace
+import HeapGenUnits
 
 extension GenerationAnalyzer {
     /// Where the program's teardown began among timed marks, or nil: the position of the last
@@ -16,17 +17,6 @@ extension GenerationAnalyzer {
               live[live.count - 1] < live[peak] - live[peak] / 4,
               peak - warmUp >= 2 else { return nil }
         return peak
-    }
-
-    /// `28889828` → `28,889,828`, as the reports write byte counts.
-    static func grouped(_ n: UInt64) -> String {
-        let digits = Array(String(n))
-        var out = ""
-        for (i, d) in digits.enumerated() {
-            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
-            out.append(d)
-        }
-        return out
     }
 
     /// The analysis of the records consumed so far.
@@ -94,7 +84,7 @@ extension GenerationAnalyzer {
             window = 0..<(end + 1)
             narrowed = true
             let last = markCount - 1
-            notes.append("The live heap fell from \(Self.grouped(allMarks[ordinary[end]].liveBytes)) to \(Self.grouped(allMarks[ordinary[last]].liveBytes)) bytes "
+            notes.append("The live heap fell from \(HumanUnits.count(allMarks[ordinary[end]].liveBytes)) to \(HumanUnits.count(allMarks[ordinary[last]].liveBytes)) bytes "
                 + "after ordinary mark \(end) until the last timed mark (\(last)): the program's teardown, not judged. "
                 + "Judged the cycles up to mark \(end) (--to \(last) judges them all).")
         }
@@ -419,8 +409,8 @@ extension GenerationAnalyzer {
         }
         totals.leakScanned = scannedUnreachable != nil
         if scannedUnreachable != nil {
-            notes.append("leak scan: \(Self.grouped(UInt64(scanObjects))) unreachable block\(scanObjects == 1 ? "" : "s") "
-                + "(\(Self.grouped(UInt64(scanBytes))) B) of \(Self.grouped(UInt64(table.count))) live at exit.")
+            notes.append("leak scan: \(HumanUnits.count(scanObjects)) unreachable block\(scanObjects == 1 ? "" : "s") "
+                + "(\(HumanUnits.count(scanBytes)) B) of \(HumanUnits.count(table.count)) live at exit.")
         }
         if let unreachable, options.unreachable != nil {
             notes.append("Leak classification used \(unreachable.count) unreachable block addresses.")

@@ -7,6 +7,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import HeapGenUnits
 
 /// A trace read without its `end` record: the collector was killed (or the disk filled)
 /// before it finished. The reader delivered every record of the whole chunks before
@@ -30,18 +31,7 @@ public struct TraceSalvage: Sendable, Equatable, Codable {
     public var notice: String {
         let end = "no end record: the collector was killed"
         guard ignoredBytes > 0 else { return end }
-        return "truncated: \(Self.grouped(ignoredBytes)) byte\(ignoredBytes == 1 ? "" : "s") at the end ignored; \(end)"
-    }
-
-    /// `1234567` → `"1,234,567"`.
-    static func grouped(_ n: UInt64) -> String {
-        let digits = Array(String(n))
-        var out = ""
-        for (i, d) in digits.enumerated() {
-            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
-            out.append(d)
-        }
-        return out
+        return "truncated: \(HumanUnits.count(ignoredBytes)) byte\(ignoredBytes == 1 ? "" : "s") at the end ignored; \(end)"
     }
 }
 
