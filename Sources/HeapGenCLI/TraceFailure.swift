@@ -28,7 +28,7 @@ func pointOrTraceFailure(_ error: Error) -> ExitCode {
 
 /// Says once per trace, on standard error, that a trace was read without its end (its
 /// collector was killed): `heapgen: warning: app.trace: truncated: 1,234 bytes at the end
-/// ignored; no end record: the collector was killed (read the records before the cut)`.
+/// ignored; no end record: the collector was killed or is still recording (read the records before the cut)`.
 /// Returns the salvaged traces.
 @discardableResult
 func reportSalvagedTraces() -> [TraceSalvage] {

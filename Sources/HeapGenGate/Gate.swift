@@ -74,7 +74,8 @@ public enum Gate {
         }
         if policy.failOn.contains(.leaked) && !report.totals.leakScanned {
             warnings.append("leaked memory not judged: the trace has no leak scan (record with --leaks; "
-                + "a process that exits without running its exit handlers is not scanned)")
+                + "a process that exits without running its exit handlers is not scanned, and a scan that "
+                + "would read more than 1 GiB or take 20 s gives up, as the recording's warning said)")
         }
         if policy.failOn.contains(.abandoned) && report.judgedCycles < 2 {
             warnings.append("abandoned memory not judged: \(report.judgedCycles) cycle\(report.judgedCycles == 1 ? "" : "s") after the warm-up, 2 needed (mark one generation per cycle)")
@@ -125,6 +126,7 @@ public enum Gate {
         var verdict = GateVerdict(policy: policy, findings: results, judgedCycles: report.judgedCycles, growth: growth,
                                   liveAtExit: live, invalidFrees: invalidFrees, ruleUses: uses, fixedEntries: fixed,
                                   warnings: warnings)
+        verdict.leaksJudged = report.totals.leakScanned
         // Partial data: sites without a stack can hide what the criteria look for.
         if !policy.failOn.isEmpty || policy.maxLiveAtExit != nil {
             verdict.stacksLost = report.totals.stacksLost

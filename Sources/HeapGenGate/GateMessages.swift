@@ -89,7 +89,11 @@ public enum GateMessages {
         if policy.failOn.contains(.abandoned) {
             parts.append("no abandoned memory above \(ByteSize.exact(policy.maxBytesPerCycle)) per cycle over \(HumanUnits.plural(v.judgedCycles, "cycle"))")
         }
-        if policy.failOn.contains(.leaked) { parts.append("no leaked sites") }
+        if policy.failOn.contains(.leaked) {
+            // Without a scan nothing was judged: say so, not "no leaked sites" (a JVM whose
+            // scan stopped at its cap passed "with no leaked sites").
+            parts.append(v.leaksJudged ? "no leaked sites" : "leaked memory not judged (no leak scan)")
+        }
         if let g = v.growth {
             parts.append("live heap \(ByteSize.signed(g.bytesPerCycle)) per cycle (limit \(ByteSize.exact(g.limit)))")
         }

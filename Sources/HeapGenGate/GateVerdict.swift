@@ -130,6 +130,9 @@ public struct GateVerdict: Sendable {
     public var fixedEntries: [Baseline.Entry]
     /// Warnings: criteria that could not be judged.
     public var warnings: [String]
+    /// False when the trace has no leak scan (the process was not scanned at exit, or the
+    /// scan gave up): leaked findings could not be judged.
+    public var leaksJudged = true
     /// Allocations the trace holds without a stack (the shim's stack store was full), when
     /// the policy has criteria: the data is partial, so the gate fails rather than pass on it.
     public var stacksLost: UInt64 = 0

@@ -309,6 +309,8 @@ public enum OwnCode {
         "objspace_xmalloc0", "objspace_xcalloc", "objspace_xrealloc",
         "luaM_malloc_", "luaM_realloc_", "luaM_saferealloc_", "luaM_growaux_", "luaM_shrinkvector_", "l_alloc",
         "Tcl_Alloc", "Tcl_Realloc", "Tcl_AttemptAlloc", "Tcl_AttemptRealloc", "TclpAlloc", "TclpRealloc",
+        // HotSpot (os.cpp, allocation.cpp) and the java launcher (libjli): every JVM site was os::malloc
+        "os::malloc", "os::realloc", "AllocateHeap", "ReallocateHeap", "JLI_MemAlloc", "JLI_MemRealloc", "JLI_StringDup",
         // Perl (util.c): every site of a Perl script was Perl_safesysmalloc
         "Perl_safesysmalloc", "Perl_safesyscalloc", "Perl_safesysrealloc",
         // Swift runtime

@@ -22,7 +22,7 @@ public enum StackCompleteness {
     public static func truncated(frames: Int) -> String {
         if frames < defaultFrameLimit {
             return "stack cut short at \(frames) frames (its outermost callers are missing: the unwinder could not walk on, "
-                + "as in code without unwind information such as a JIT compiler's, or HEAPGEN_MAX_FRAMES was \(frames))"
+                + "as in code without unwind information such as a JIT compiler's, or HEAPGEN_MAX_FRAMES set the limit to \(frames))"
         }
         return "stack truncated at \(frames) frames (its outermost callers are missing; HEAPGEN_MAX_FRAMES raises the limit)"
     }

@@ -29,7 +29,7 @@ public struct TraceSalvage: Sendable, Equatable, Codable {
     /// One clause for the user, e.g. `truncated: 1,234 bytes at the end ignored; no end record:
     /// the collector was killed`.
     public var notice: String {
-        let end = "no end record: the collector was killed"
+        let end = "no end record: the collector was killed or is still recording"
         guard ignoredBytes > 0 else { return end }
         return "truncated: \(HumanUnits.count(ignoredBytes)) byte\(ignoredBytes == 1 ? "" : "s") at the end ignored; \(end)"
     }

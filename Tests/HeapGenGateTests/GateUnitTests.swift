@@ -174,12 +174,18 @@ final class GateVerdictTests: XCTestCase {
     func testALeakGateOnATraceWithoutAScanSaysLeaksWereNotJudged() {
         var report = Synthetic.report([])
         let warning = "leaked memory not judged: the trace has no leak scan (record with --leaks; "
-            + "a process that exits without running its exit handlers is not scanned)"
+            + "a process that exits without running its exit handlers is not scanned, and a scan that "
+            + "would read more than 1 GiB or take 20 s gives up, as the recording's warning said)"
         XCTAssertFalse(Gate.evaluate(report, policy: GatePolicy(failOn: [.leaked])).warnings.contains(warning))
         report.totals.leakScanned = false
         let v = Gate.evaluate(report, policy: GatePolicy(failOn: [.leaked]))
         XCTAssertEqual(v.warnings, [warning])
         XCTAssertTrue(GateMessages.verdictLines(v).contains("heapgen: warning: " + warning))
+        // Its summary does not claim what it did not judge (a JVM read "gate passed: no leaked sites").
+        XCTAssertEqual(GateMessages.summary(v), "gate passed: leaked memory not judged (no leak scan).")
+        report.totals.leakScanned = true
+        XCTAssertEqual(GateMessages.summary(Gate.evaluate(report, policy: GatePolicy(failOn: [.leaked]))),
+                       "gate passed: no leaked sites.")
         XCTAssertFalse(Gate.evaluate(report, policy: GatePolicy(failOn: [.abandoned])).warnings.contains(warning),
                        "only a leak gate needs the scan")
     }

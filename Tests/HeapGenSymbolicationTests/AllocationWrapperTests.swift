@@ -11,6 +11,7 @@ final class AllocationWrapperTests: XCTestCase {
                      "_PyObject_Malloc", "PyObject_Malloc", "PyMem_RawMalloc", "_PyMem_DebugRawAlloc", "pymalloc_alloc",
                      "CRYPTO_zalloc", "CRYPTO_malloc", "CRYPTO_strdup", "ruby_xmalloc", "ruby_xmalloc2", "luaM_malloc_",
                      "l_alloc", "Tcl_Alloc", "Perl_safesysmalloc", "Perl_safesysrealloc",
+                     "os::malloc(unsigned long, MEMFLAGS, NativeCallStack const&)", "AllocateHeap(unsigned long, MEMFLAGS, AllocFailStrategy::AllocFailEnum)", "JLI_MemAlloc",
                      "operator new(unsigned long)", "operator new[](unsigned long)",
                      "operator new(unsigned long, std::align_val_t)", "operator new(unsigned long, std::nothrow_t const&)"] {
             XCTAssertTrue(OwnCode.isAllocationWrapper(name), name)

@@ -62,11 +62,11 @@ final class SalvageTests: XCTestCase {
 
     func testNotices() {
         XCTAssertEqual(TraceSalvage(file: "a", readBytes: 100, ignoredBytes: 0).notice,
-                       "no end record: the collector was killed")
+                       "no end record: the collector was killed or is still recording")
         XCTAssertEqual(TraceSalvage(file: "a", readBytes: 100, ignoredBytes: 1).notice,
-                       "truncated: 1 byte at the end ignored; no end record: the collector was killed")
+                       "truncated: 1 byte at the end ignored; no end record: the collector was killed or is still recording")
         XCTAssertEqual(TraceSalvage(file: "a", readBytes: 100, ignoredBytes: 1_234_567).notice,
-                       "truncated: 1,234,567 bytes at the end ignored; no end record: the collector was killed")
+                       "truncated: 1,234,567 bytes at the end ignored; no end record: the collector was killed or is still recording")
     }
 
     func testSummaryOfAKilledTraceOnDiskAndOneNotice() throws {

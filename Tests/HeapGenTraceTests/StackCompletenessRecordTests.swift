@@ -68,6 +68,6 @@ final class StackCompletenessRecordTests: XCTestCase {
         XCTAssertEqual(StackCompleteness.truncated(frames: 128),
                        "stack truncated at 128 frames (its outermost callers are missing; HEAPGEN_MAX_FRAMES raises the limit)")
         XCTAssertTrue(StackCompleteness.truncated(frames: 6).hasPrefix("stack cut short at 6 frames (its outermost callers are missing: the unwinder could not walk on"))
-        XCTAssertTrue(StackCompleteness.truncated(frames: 6).hasSuffix("or HEAPGEN_MAX_FRAMES was 6)"))
+        XCTAssertTrue(StackCompleteness.truncated(frames: 6).hasSuffix("or HEAPGEN_MAX_FRAMES set the limit to 6)"))
     }
 }
