@@ -236,6 +236,9 @@ public struct ReportBuilder {
             var paths: [String] = []
             var fromLoader = false
             var platformOnly = true
+            // Innermost first, up to the loader that ran the constructor: who made the loader
+            // load the library (start-up, or a dlopen by the program, as the java launcher's
+            // LoadJavaVM loads libjvm and with it libstdc++) does not matter.
             for address in addresses {
                 guard let module = modules.module(containing: address), OwnCode.isRuntimeModule(module.path) else {
                     platformOnly = false
@@ -244,6 +247,7 @@ public struct ReportBuilder {
                 let stem = OwnCode.libraryStem(OwnCode.baseName(module.path))
                 if stem.hasPrefix("ld-") || stem.hasPrefix("ld.") {
                     fromLoader = true
+                    break
                 } else if stem != "HeapGenShim" {
                     paths.append(module.path)
                 }

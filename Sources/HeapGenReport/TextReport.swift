@@ -709,7 +709,7 @@ public enum TextReport {
         let startupLine = startup.objects == 0 ? nil : style.dim("    start-up runtime blocks: \(HumanUnits.plural(startup.objects, "block")), "
             + "\(HumanUnits.count(startup.bytes)) byte\(startup.bytes == 1 ? "" : "s") ("
             + startup.parts.prefix(2).map(\.name).joined(separator: ", ")
-            + (startup.parts.count > 2 ? " and \(startup.parts.count - 2) more" : "") + ", allocated before main; not listed)")
+            + (startup.parts.count > 2 ? " and \(startup.parts.count - 2) more" : "") + ", allocated as their libraries loaded; not listed)")
         guard !sites.isEmpty else { return lines + (startupLine.map { [$0] } ?? []) }
         let sizes = sites.map { HumanUnits.bytes($0.bytes) }
         let counts = sites.map { "in \(HumanUnits.plural($0.objects, "block"))" }

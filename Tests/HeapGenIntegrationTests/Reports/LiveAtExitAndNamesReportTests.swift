@@ -40,11 +40,34 @@ final class LiveAtExitAndNamesReportTests: XCTestCase {
         let text = try HeapGenCLI.succeed(["report", run.trace]).stdoutText
         let liveLines = text.components(separatedBy: "\n").drop { !$0.hasPrefix("Live at exit") }
         XCTAssertTrue(liveLines.contains(
-            "    start-up runtime blocks: 1 block, 72,704 bytes (libstdc++ emergency exception-handling pool, allocated before main; not listed)"),
+            "    start-up runtime blocks: 1 block, 72,704 bytes (libstdc++ emergency exception-handling pool, allocated as their libraries loaded; not listed)"),
             text)
         XCTAssertFalse(text.contains("72.7 kB"), text)
         XCTAssertFalse(text.contains("libstdc++.so.6)"), text)
         XCTAssertTrue(liveLines.contains { $0.hasPrefix("     300 B in 3 blocks") && $0.contains("at main (Fixtures/startup.cpp:") }, text)
+    }
+
+    /// The pool of a libstdc++ the program loads at run time (the java launcher's LoadJavaVM
+    /// does): the program's dlopen is below the loader, whose constructor call allocated it;
+    /// it is a start-up part too, not 72.7 kB at the program's load_runtime. The loader's own
+    /// blocks for the new library stay the program's site.
+    func testAPoolOfALibraryLoadedAtRunTimeIsAStartupBlock() throws {
+        let exe = try ReportFixture.c("dlruntime.c")
+        let run = try HeapGenCLI.runJSON(exe)
+        XCTAssertEqual(run.result.stdoutText.split(separator: "\n").first, "loaded", run.result.transcript)
+        let live = try XCTUnwrap(run.report.json["liveAtExit"] as? [String: Any], "\(run.report)")
+        let startup = try XCTUnwrap(live["startup"] as? [String: Any], "\(run.report)")
+        let parts = try XCTUnwrap(startup["parts"] as? [[String: Any]], "\(run.report)")
+        XCTAssertEqual(parts.map { $0["name"] as? String }, ["libstdc++ emergency exception-handling pool"], "\(startup)")
+        XCTAssertEqual(jsonInt(startup["bytes"]), 72_704, "\(startup)")
+        let sites = try XCTUnwrap(live["sites"] as? [[String: Any]], "\(run.report)")
+        XCTAssertFalse(sites.contains { jsonInt($0["bytes"]) ?? 0 >= 72_704 }, "\(sites)")
+        let text = try HeapGenCLI.succeed(["report", run.trace]).stdoutText
+        XCTAssertTrue(text.contains("start-up runtime blocks: 1 block, 72,704 bytes (libstdc++ emergency exception-handling pool, "
+                                    + "allocated as their libraries loaded; not listed)"), text)
+        // The loader's own blocks for the new library are the program's dlopen's, listed as before.
+        XCTAssertTrue(text.contains("at main (Fixtures/dlruntime.c:19)"), text)
+        XCTAssertFalse(text.contains("72.7 kB"), text)
     }
 
     /// A Swift program (the demo): the pool is its own part, the runtime's other start-up

@@ -50,7 +50,7 @@ final class RedisWrapperReportTests: XCTestCase {
         }
         XCTAssertTrue(live.contains { $0.contains(" at createObject (") }, text)
         XCTAssertTrue(live.contains {
-            $0 == "    start-up runtime blocks: 1 block, 72,704 bytes (libstdc++ emergency exception-handling pool, allocated before main; not listed)"
+            $0 == "    start-up runtime blocks: 1 block, 72,704 bytes (libstdc++ emergency exception-handling pool, allocated as their libraries loaded; not listed)"
         }, text)
     }
 }
