@@ -6,10 +6,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <sys/uio.h>
 
 #define SCAN_CHUNK (1u << 20)   /* bytes read per process_vm_readv */
@@ -40,6 +42,9 @@ typedef struct scan_state {
     size_t code_count;
     uint64_t caller_slot;       /* stack: the requester's return address into the program is
                                    here; the shim's frames below it are that caller's (0: none) */
+    int pagemap;                /* /proc/PID/pagemap, or -1: read every page */
+    uint64_t page;              /* the page size */
+    int private_map;            /* the range is in a private mapping: its untouched pages are skipped */
 } scan_state;
 
 /* One root mapping; `allocator` marks libc's writable data (its malloc state). */
@@ -47,6 +52,7 @@ typedef struct root_region {
     uint64_t start, end;
     uint64_t low_sp;            /* lowest stack pointer inside, or UINT64_MAX */
     int allocator;
+    int private_map;            /* 'p' in its permissions (not MAP_SHARED) */
     int stack_shaped;           /* anonymous, right above a no-access page (a guard) */
     uint32_t kind;              /* enum hg_root_kind, for the graph */
     int32_t tid;                /* stack: the thread whose SP is lowest inside */
@@ -186,6 +192,37 @@ static void scan_words(scan_state *s, const uint64_t *words, size_t count, uint6
     }
 }
 
+/* How many bytes from `start` (at most len) lie in pages the target has in
+ * memory or swapped out: *skip is set instead when the page at start has
+ * never been touched. In a private mapping an untouched page holds zeros or
+ * the file's own bytes, never a reference to a block, and reading it counts
+ * against the scan's cap: a JVM's untouched 2 GB Java heap (G1 at -Xms2g)
+ * stopped its scan at 1 GiB. A shared mapping's page may hold what another
+ * mapping of the same memory wrote (ZGC maps its heap three times): read. */
+static uint64_t resident_run(scan_state *s, uint64_t start, uint64_t len, uint64_t *skip)
+{
+    *skip = 0;
+    if (s->pagemap < 0 || !s->private_map) return len;
+    uint64_t entries[SCAN_CHUNK / 4096 + 1];
+    const uint64_t first = start / s->page, last = (start + len - 1) / s->page;
+    uint64_t count = last - first + 1;
+    if (count > sizeof entries / sizeof entries[0]) count = sizeof entries / sizeof entries[0];
+    const ssize_t got = pread(s->pagemap, entries, count * 8, (off_t)(first * 8));
+    if (got < 8) return len;
+    count = (uint64_t)got / 8;
+    const uint64_t touched = (1ull << 63) | (1ull << 62);   /* present, swapped */
+    uint64_t k = 0;
+    if (!(entries[0] & touched)) {
+        while (k < count && !(entries[k] & touched)) k++;
+        uint64_t next = (first + k) * s->page;
+        *skip = (next > start + len ? start + len : next) - start;
+        return 0;
+    }
+    while (k < count && (entries[k] & touched)) k++;
+    uint64_t end = (first + k) * s->page;
+    return (end > start + len ? start + len : end) - start;
+}
+
 /* Reads and scans [start, end) of the target. 0 ok, -1 stop (error/cap). */
 static int scan_range(scan_state *s, uint64_t start, uint64_t end)
 {
@@ -193,7 +230,16 @@ static int scan_range(scan_state *s, uint64_t start, uint64_t end)
     while (start + 8 <= end) {
         uint64_t len = end - start;
         if (len > SCAN_CHUNK) len = SCAN_CHUNK;
+        uint64_t skip = 0;
+        const uint64_t run = resident_run(s, start, len, &skip);
+        if (skip > 0) {
+            s->r->untouched += skip;
+            start += skip;
+            continue;
+        }
+        if (run > 0 && run < len) len = run;
         len &= ~7ull;
+        if (len == 0) len = 8;
         if (s->r->scanned_bytes + len > s->max_bytes) { s->r->aborted = 1; return -1; }
         if (hg_clock_ns() > s->deadline) { s->r->aborted = 2; return -1; }
         struct iovec local = { s->buf, (size_t)len };
@@ -243,6 +289,7 @@ static int scan_block(scan_state *s, size_t i)
     size_t first = record ? g->edge_count : 0;
     if (!record) s->g = NULL;
     s->src = i;
+    s->private_map = 1;         /* malloc's memory */
     int rc = scan_range(s, s->addrs[i], s->addrs[i] + s->sizes[i]);
     s->src = (size_t)-1;
     if (!record) {
@@ -377,11 +424,20 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
     }
     s.work = malloc((n ? n : 1) * sizeof(size_t));
     s.buf = malloc(SCAN_CHUNK);
+    {
+        char pm[64];
+        snprintf(pm, sizeof pm, "/proc/%d/pagemap", (int)pid);
+        s.pagemap = open(pm, O_RDONLY | O_CLOEXEC);
+        const long page = sysconf(_SC_PAGESIZE);
+        s.page = page > 0 ? (uint64_t)page : 4096;
+        if (s.page < 4096) s.pagemap = (s.pagemap >= 0 ? (close(s.pagemap), -1) : -1);
+    }
     hg_thread_state *threads = calloc(HG_SCAN_MAX_THREADS, sizeof *threads);
     if (s.work == NULL || s.buf == NULL || threads == NULL) {
         result->error = ENOMEM;
         free(s.work);
         free(s.buf);
+        if (s.pagemap >= 0) close(s.pagemap);
         free(threads);
         free(s.edged);
         if (s.g) graph_drop(&s, 2);
@@ -431,6 +487,7 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
         free(threads);
         free(s.work);
         free(s.buf);
+        if (s.pagemap >= 0) close(s.pagemap);
         free(s.edged);
         if (s.g) graph_drop(&s, 3);
         result->elapsed_ns = hg_clock_ns() - t0;
@@ -495,6 +552,7 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
         regions[count].end = end;
         regions[count].low_sp = UINT64_MAX;
         regions[count].allocator = allocator;
+        regions[count].private_map = perms[3] == 'p';
         regions[count].stack_shaped = anonymous && above_guard;
         regions[count].kind = kind;
         regions[count].tid = 0;
@@ -589,6 +647,7 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
             s.caller_slot = caller->slot;
             s.pc = caller->pc;
         }
+        s.private_map = regions[k].private_map;
         rc = scan_range(&s, regions[k].start, regions[k].end);
         s.starts_only = 0;
         s.stack = 0;
@@ -655,6 +714,7 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
     free(threads);
     free(s.work);
     free(s.buf);
+    if (s.pagemap >= 0) close(s.pagemap);
     free(s.edged);
     if (s.g != NULL && (rc != 0 || result->error != 0 || result->aborted != 0)) {
         graph_drop(&s, 3);

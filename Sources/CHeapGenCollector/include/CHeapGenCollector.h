@@ -332,6 +332,7 @@ typedef struct hg_scan_result {
     uint64_t root_regions;   /* rw mappings scanned as roots                        */
     uint64_t marked;         /* blocks reached                                      */
     uint64_t unreadable;     /* bytes that could not be read (EFAULT: skipped)      */
+    uint64_t untouched;      /* bytes of pages never touched (pagemap): not read    */
     uint64_t elapsed_ns;
     uint64_t dead_stack_bytes; /* stack bytes below the threads' stack pointers, and dead
                                   threads' stacks below their descriptors: not roots */

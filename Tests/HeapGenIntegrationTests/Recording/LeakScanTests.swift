@@ -50,6 +50,24 @@ final class LeakScanTests: XCTestCase {
     /// A program that ends with _exit runs no exit handlers; the scan runs in heapgen's
     /// _exit, and finds what a return from main finds (before, no scan ran and
     /// `--fail-on leaked` passed).
+    /// The scan skips the pages of private mappings the program never touched (they hold
+    /// zeros): a 2 GiB mapping with one page written (a JVM's G1 heap at -Xms2g) is scanned
+    /// within the 1 GiB cap, and the pointer in the touched page keeps its block. The scan
+    /// used to read the whole mapping, stop at the cap, and judge no leak at all.
+    func testTheScanSkipsPagesTheProgramNeverTouched() throws {
+        let exe = try Fixture.build("untouched.c")
+        let result = try HeapGenCLI.run(["run", "--leaks", "--format", "json", "--", exe])
+        XCTAssertStatus(result, 0)
+        XCTAssertTrue(result.stdoutText.hasPrefix("mapped\n"), result.transcript)
+        XCTAssertFalse(result.stderrText.contains("stopped after reading"), result.transcript)
+        let json = result.stdoutText[result.stdoutText.range(of: "{")!.lowerBound...]
+        let report = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        XCTAssertEqual((report["totals"] as? [String: Any])?["leakScanned"] as? Bool, true, result.transcript)
+        let leaked = findings(report).filter { $0.kind == "leaked" }
+        XCTAssertEqual(leaked.map { $0.finding["leakedBytes"] as? Int }, [48],
+                       "only the lost block; the one the touched page points to is kept: \(result.transcript)")
+    }
+
     func testAProgramThatEndsWithUnderscoreExitIsScannedToo() throws {
         let (result, report) = try run(["--leaks"], ["_exit"])
         XCTAssertStatus(result, 0)
