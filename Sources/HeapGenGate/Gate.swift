@@ -107,7 +107,8 @@ public enum Gate {
                 return GateVerdict.InvalidFrees.Result(free: stray, suppressedBy: rule)
             }
             invalidFrees = GateVerdict.InvalidFrees(total: max(report.totals.untrackedFrees, UInt64(explained.count)),
-                                                    explained: explained, lostEvents: report.totals.lostEvents)
+                                                    explained: explained)
+            // A free whose allocation was lost looks stray too.
             if report.totals.lostEvents > 0 && invalidFrees?.failed == true {
                 warnings.append("\(report.totals.lostEvents) events were lost: a free whose allocation was lost counts as invalid too")
             }

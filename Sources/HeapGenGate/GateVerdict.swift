@@ -82,8 +82,6 @@ public struct GateVerdict: Sendable {
         public var total: UInt64
         /// The explained ones, in trace order.
         public var explained: [Result]
-        /// Events the recording lost: a free whose allocation was lost looks stray too.
-        public var lostEvents: UInt64
         /// Stray frees beyond the explained ones: counted, never suppressed.
         public var unexplained: UInt64 { total - min(total, UInt64(explained.count)) }
         /// The explained ones no rule matched.

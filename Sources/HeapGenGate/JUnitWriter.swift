@@ -1,7 +1,6 @@
 // The verdict as JUnit XML, for CI test-report views.
 
 import HeapGenReport
-import HeapGenSymbolication
 import HeapGenUnits
 
 /// Renders a ``GateVerdict`` as JUnit XML (`--junit PATH`).
@@ -70,8 +69,7 @@ public enum JUnitWriter {
         if let frees = v.invalidFrees {
             for r in frees.explained {
                 var attributes = "classname=\"heapgen.invalid-free\" name=\"\(escape(SiteText.strayFree(r.free)))\""
-                if let frame = OwnCode.firstUserFrame(r.free.frames).map({ r.free.frames[$0] }) ?? r.free.frames.first,
-                   let file = frame.file {
+                if let frame = r.free.allocationFrame, let file = frame.file {
                     attributes += " file=\"\(escape(file))\""
                     if let line = frame.line { attributes += " line=\"\(line)\"" }
                 }

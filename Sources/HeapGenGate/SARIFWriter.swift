@@ -68,11 +68,10 @@ public enum SARIFWriter {
         }
         if let frees = v.invalidFrees {
             for stray in frees.failingExplained {
-                let user = OwnCode.firstUserFrame(stray.frames) ?? 0
                 results.append(Result(
                     ruleId: ruleIDs[4], ruleIndex: 4, message: Message(text: SiteText.strayFree(stray) + "; \(stray.function)(\(Report.Frame.formatAddress(stray.address))) at event \(stray.event)."),
-                    locations: location(user < stray.frames.count ? stray.frames[user] : nil, root).map { [$0] },
-                    stacks: stray.frames.isEmpty ? nil : [stack(stray.frames, from: user, root, message: "allocation stack of the block")],
+                    locations: location(stray.allocationFrame, root).map { [$0] },
+                    stacks: stray.frames.isEmpty ? nil : [stack(stray.frames, from: stray.userFrame ?? 0, root, message: "allocation stack of the block")],
                     partialFingerprints: nil, properties: nil))
             }
             if frees.unexplained > 0 {

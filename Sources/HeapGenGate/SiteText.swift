@@ -1,7 +1,6 @@
 // One-line descriptions of findings for verdicts, JUnit, Markdown and SARIF.
 
 import HeapGenReport
-import HeapGenSymbolication
 import HeapGenUnits
 
 /// How the gate names a finding in one line: `Demo.ProfileViewModel at
@@ -73,8 +72,7 @@ public enum SiteText {
     /// allocated at …`, `free(0x…) of memory heapgen never saw allocated`.
     public static func strayFree(_ s: Report.StrayFree) -> String {
         let block = (s.blockSize.map { HumanUnits.bytes($0) + " " } ?? "") + (s.typeName ?? "block")
-        let frame = OwnCode.firstUserFrame(s.frames).map { s.frames[$0] } ?? s.frames.first
-        let allocated = frame.map { " allocated at " + frameText($0) } ?? ""
+        let allocated = s.allocationFrame.map { " allocated at " + frameText($0) } ?? ""
         let call = s.function == "free" ? "" : " (\(s.function))"
         switch s.cause {
         case .doubleFree:

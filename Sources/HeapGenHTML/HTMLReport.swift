@@ -307,9 +307,7 @@ public enum HTMLReport {
         var out = "<section class=\"card\" id=\"notes\"><h2>Notes</h2><ul class=\"notes\">"
         out += report.notes.map { "<li>\(HTMLText.escape($0))</li>" }.joined()
         for s in strays {
-            let user = OwnCode.firstUserFrame(s.frames) ?? 0
-            let at = s.frames.indices.contains(user) ? ", allocated at " + HTMLText.frameName(s.frames[user])
-                + (HTMLText.location(s.frames[user]).map { " (\($0))" } ?? "") : ""
+            let at = s.allocationFrame.map { ", allocated at " + HTMLText.frameName($0) + (HTMLText.location($0).map { " (\($0))" } ?? "") } ?? ""
             out += "<li>Free of an address that was not live: <code>\(HTMLText.escape(s.summary + at))</code></li>"
         }
         if unexplained > 0 {

@@ -1,6 +1,7 @@
 // The "strayFrees" list of a report.
 
 import HeapGenAnalysis
+import HeapGenSymbolication
 import HeapGenUnits
 
 extension Report {
@@ -81,6 +82,14 @@ extension Report {
             typeName = try c.decodeIfPresent(String.self, forKey: .typeName)
             frames = try c.decodeIfPresent([Frame].self, forKey: .frames) ?? []
         }
+
+        /// Index in ``frames`` of the first frame of the program's own code in the block's
+        /// allocation stack (``OwnCode/firstUserFrame(_:)``), else nil.
+        public var userFrame: Int? { OwnCode.firstUserFrame(frames) }
+
+        /// The frame where the block was allocated, as reports name it: ``userFrame``, else the
+        /// innermost frame; nil without a stack.
+        public var allocationFrame: Frame? { userFrame.map { frames[$0] } ?? frames.first }
 
         /// Why a trace with frees of addresses that were not live explains none of them.
         public static let unexplainedReason = "none explained: a trace recorded with --aggregate keeps no addresses"

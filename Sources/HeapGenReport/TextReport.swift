@@ -63,7 +63,7 @@ public enum TextReport {
         var lines = [style.bold("Frees of addresses that were not live") + " (\(HumanUnits.count(n)))"]
         for s in strays {
             lines.append("  " + s.summary)
-            let shown = shownFrames(s.frames, from: OwnCode.firstUserFrame(s.frames), limit: 2).enumerated().filter { i, f in
+            let shown = shownFrames(s.frames, from: s.userFrame, limit: 2).enumerated().filter { i, f in
                 i == 0 || OwnCode.isOwnCode(module: f.module, function: f.function, file: f.file)
             }.map(\.element)
             for (i, frame) in shown.enumerated() {
