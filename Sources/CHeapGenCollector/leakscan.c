@@ -237,9 +237,8 @@ static int scan_range(scan_state *s, uint64_t start, uint64_t end)
             start += skip;
             continue;
         }
-        if (run > 0 && run < len) len = run;
+        if (run < len) len = run;     /* a whole number of pages: 8-aligned, >= 8 */
         len &= ~7ull;
-        if (len == 0) len = 8;
         if (s->r->scanned_bytes + len > s->max_bytes) { s->r->aborted = 1; return -1; }
         if (hg_clock_ns() > s->deadline) { s->r->aborted = 2; return -1; }
         struct iovec local = { s->buf, (size_t)len };
@@ -430,7 +429,6 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
         s.pagemap = open(pm, O_RDONLY | O_CLOEXEC);
         const long page = sysconf(_SC_PAGESIZE);
         s.page = page > 0 ? (uint64_t)page : 4096;
-        if (s.page < 4096) s.pagemap = (s.pagemap >= 0 ? (close(s.pagemap), -1) : -1);
     }
     hg_thread_state *threads = calloc(HG_SCAN_MAX_THREADS, sizeof *threads);
     if (s.work == NULL || s.buf == NULL || threads == NULL) {
