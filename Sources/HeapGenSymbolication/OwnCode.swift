@@ -52,7 +52,7 @@ public enum OwnCode {
     /// and a program has a few dozen modules (a Ruby trace's stacks asked 3 M times).
     private static let moduleKinds = Mutex<[String: ModuleKind]>([:])
 
-    /// ``isFunctionRuntime(_:)``'s answers, by demangled name; emptied when
+    /// ``isRuntimeFunction(_:)``'s answers, by demangled name; emptied when
     /// ``setAllocationFunctions(_:)`` changes what is a wrapper.
     private static let runtimeFunctions = Mutex<[String: Bool]>([:])
 

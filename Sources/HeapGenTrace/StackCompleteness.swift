@@ -12,7 +12,8 @@ public enum StackCompleteness {
             + "and findings may be incomplete"
     }
 
-    /// The shim's frame limit unless `HEAPGEN_MAX_FRAMES` sets another.
+    /// The shim's frame limit unless `HEAPGEN_MAX_FRAMES` sets another (`HG_DEFAULT_FRAMES` in
+    /// heapgen_protocol.h, which this module does not see: a test keeps the two equal).
     public static let defaultFrameLimit = 128
 
     /// `stack truncated at 128 frames (…)`: the outermost callers are missing. A stack cut

@@ -124,6 +124,7 @@ final class OwnDescriptorTests: XCTestCase {
             let n = try names(stack)
             XCTAssertEqual(Array(n.prefix(3)), ["noinfo_fp", "round_trip", "recurse"], "\(n)")
             XCTAssertEqual(n.count, 128, "HG_DEFAULT_FRAMES: \(n)")
+            XCTAssertEqual(n.count, StackCompleteness.defaultFrameLimit, "the reports' idea of the shim's default limit")
         }
         // In the handler: handler, the sigreturn trampoline, raise's innards,
         // then the interrupted chain level3 → level2 → level1 → main.
