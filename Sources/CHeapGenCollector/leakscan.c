@@ -26,7 +26,7 @@ typedef struct scan_state {
     size_t work_len;
     uint64_t *buf;
     uint64_t max_bytes, deadline;
-    int starts_only;            /* allocator data: only a block's start is a reference */
+    int allocator_data;         /* libc's data: a block's last 8 bytes are no reference (chunk_header) */
     size_t leader;              /* classify pass: the direct block whose marking runs, else (size_t)-1 */
     uint64_t *owners;           /* classify pass: owner index of each indirect block */
     hg_scan_result *r;
@@ -64,6 +64,18 @@ static inline uint64_t block_end(const scan_state *s, size_t i)
 {
     uint64_t size = s->sizes[i] ? s->sizes[i] : 1;
     return s->addrs[i] + size;
+}
+
+/* True if `p`, found in libc's data, may be malloc's pointer to the header of
+ * the chunk after block i rather than a reference to it: glibc's main_arena.top
+ * and bins hold chunk headers, and the next chunk's header (16-aligned, as
+ * blocks are) lies in the last 8 bytes of block i when its size is within 8
+ * of its chunk's usable size. Any other pointer into a block is a reference
+ * (stdio's buffer set with setvbuf at an offset, strtok's position): libc
+ * holds the program's pointers too. */
+static inline int chunk_header(const scan_state *s, uint64_t p, size_t i)
+{
+    return p != s->addrs[i] && ((p - s->addrs[i]) & 15) == 0 && p + 8 >= block_end(s, i);
 }
 
 /* Index of the block containing `p`, or (size_t)-1. */
@@ -134,7 +146,7 @@ static int is_code(const scan_state *s, uint64_t p)
 static void graph_ref(scan_state *s, uint64_t at, int reg, uint64_t p, size_t i)
 {
     hg_graph *g = s->g;
-    if (s->starts_only && p != s->addrs[i]) return;     /* the scan's rule for libc's data */
+    if (s->allocator_data && chunk_header(s, p, i)) return;     /* the scan's rule for libc's data */
     if (s->src != (size_t)-1) {
         if (!graph_room(s, (void **)&g->edges, &g->edge_cap, g->edge_count, sizeof *g->edges)) return;
         hg_graph_edge *e = &g->edges[g->edge_count++];
@@ -182,10 +194,7 @@ static void scan_words(scan_state *s, const uint64_t *words, size_t count, uint6
             continue;
         }
         if (s->marked[i]) continue;
-        /* glibc's main_arena.top and bins hold chunk headers: the header of the
-         * chunk after block i lies inside block i's last 8 bytes whenever its size
-         * is 8 modulo 16 or so. The allocator holds no interior pointers of its own. */
-        if (s->starts_only && p != s->addrs[i]) continue;
+        if (s->allocator_data && chunk_header(s, p, i)) continue;
         s->marked[i] = 1;
         s->r->marked++;
         s->work[s->work_len++] = i;
@@ -319,22 +328,131 @@ static int is_libc_path(const char *line)
 
 /* The thread descriptor glibc keeps at the top of a thread's stack mapping,
  * found by its header: x86-64's tcbhead_t begins with `tcb` and has `self`
- * two words on, both the descriptor's own address. Looked for in the top
- * 16 KiB of [start, end) (the descriptor lies above the static TLS, below
- * the end); 0 if it is not there. */
-static uint64_t find_thread_descriptor(scan_state *s, uint64_t start, uint64_t end)
+ * two words on, both the descriptor's own address, and holds the process's
+ * stack and pointer guards (random, the same in every thread: `guards`, read
+ * from a live thread's) at words 5 and 6. Self-pointers alone are not enough:
+ * an empty circular list head ({next, count, prev} all pointing at itself)
+ * in a coroutine's frame looked like one, and its frames were dropped.
+ * Looked for in the top 16 KiB of [start, end) (the descriptor lies above
+ * the static TLS, below the end); 0 if it is not there. */
+static uint64_t find_thread_descriptor(scan_state *s, uint64_t start, uint64_t end, const uint64_t guards[2])
 {
     const uint64_t len = end - start < 16384 ? end - start : 16384;
     const uint64_t base = end - len;
-    if (len < 24 || hg_read_remote(s->pid, base, s->buf, (size_t)len) != 0)
+    if (len < 56 || hg_read_remote(s->pid, base, s->buf, (size_t)len) != 0)
         return 0;
     const uint64_t *w = (const uint64_t *)(const void *)s->buf;
     uint64_t found = 0;
-    for (size_t i = 0; i + 2 < len / 8; i += 2) {
+    for (size_t i = 0; i + 6 < len / 8; i += 2) {
         const uint64_t at = base + i * 8;
-        if (w[i] == at && w[i + 2] == at) found = at;
+        if (w[i] == at && w[i + 2] == at && w[i + 5] == guards[0] && w[i + 6] == guards[1]) found = at;
     }
     return found;
+}
+
+/* glibc's HEAP_MAX_SIZE on 64-bit: a thread arena's heaps are mapped at multiples of it. */
+#define ARENA_HEAP_ALIGN (64ull << 20)
+
+typedef struct span { uint64_t start, end; } span;
+
+/* The bytes from `at` that a thread arena's heap keeps read-write (its
+ * heap_info's mprotect_size), if one starts there, else 0. heap_info is
+ * {ar_ptr, prev, size, mprotect_size}: the first heap of an arena has no prev
+ * and its malloc_state right after the header; a later one has a prev heap. */
+static uint64_t arena_heap_at(const scan_state *s, uint64_t at, uint64_t end)
+{
+    uint64_t h[4];
+    if (at % ARENA_HEAP_ALIGN != 0 || end - at < s->page || hg_read_remote(s->pid, at, h, sizeof h) != 0)
+        return 0;
+    const uint64_t ar = h[0], prev = h[1], size = h[2], rw = h[3];
+    if (size < s->page || size > rw || rw > ARENA_HEAP_ALIGN || rw > end - at || (ar & 7) != 0
+        || ar % ARENA_HEAP_ALIGN >= 4096)
+        return 0;
+    const int first = prev == 0 && ar > at && ar < at + 4096;
+    const int later = prev != 0 && prev % ARENA_HEAP_ALIGN == 0;
+    return first || later ? rw : 0;
+}
+
+/* The mapping glibc made for block i alone (an mmap'd chunk: its size word
+ * has IS_MMAPPED, its prev_size word the offset from the mapping's start), or 0. */
+static int mmapped_chunk(const scan_state *s, size_t i, span *out)
+{
+    uint64_t h[2];
+    const uint64_t chunk = s->addrs[i] - 16, mask = s->page - 1;
+    if (s->addrs[i] < 16 || hg_read_remote(s->pid, chunk, h, sizeof h) != 0) return 0;
+    const uint64_t offset = h[0], size = h[1] & ~7ull;
+    if (!(h[1] & 2) || offset >= size || offset > chunk || ((chunk - offset) & mask) != 0
+        || ((offset + size) & mask) != 0 || size < s->sizes[i] + 16)
+        return 0;
+    out->start = chunk - offset;
+    out->end = chunk + size;
+    return 1;
+}
+
+static int span_order(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* malloc's own parts of the anonymous mapping [start, end), ascending in
+ * *out (malloc'd, *count of them): the thread-arena heaps at its 64 MiB
+ * boundaries and the mmap'd chunks of its blocks. The kernel merges
+ * neighbouring anonymous mappings with the same permissions, so a program's
+ * own arena, or a thread stack it mapped, may share one line of the map with
+ * malloc's. Returns 0; -1 if a block there is in neither (another allocator's
+ * layout: the whole mapping is then taken as the allocator's) or out of memory. */
+static int allocator_spans(const scan_state *s, uint64_t start, uint64_t end, span **out, size_t *count)
+{
+    size_t n = 0, cap = 8;
+    span *v = malloc(cap * sizeof *v);
+    if (v == NULL) return -1;
+    /* An arena's heap keeps malloc's state and stale chunks, never a root,
+     * with or without live blocks (its top pointer hides a leak otherwise).
+     * Boundaries in pages never touched hold no heap: a huge reservation
+     * costs a pagemap read per 64 MiB, no more. */
+    uint64_t first = (start + ARENA_HEAP_ALIGN - 1) & ~(ARENA_HEAP_ALIGN - 1);
+    for (uint64_t at = first, k = 0; at >= first && at < end && k < 65536; at += ARENA_HEAP_ALIGN, k++) {
+        if (s->pagemap >= 0) {
+            uint64_t entry = 0;
+            if (pread(s->pagemap, &entry, 8, (off_t)(at / s->page * 8)) == 8 && !(entry & (3ull << 62)))
+                continue;
+        }
+        const uint64_t rw = arena_heap_at(s, at, end);
+        if (rw == 0) continue;
+        if (n == cap) {
+            span *g = realloc(v, (cap *= 2) * sizeof *v);
+            if (g == NULL) { free(v); return -1; }
+            v = g;
+        }
+        v[n++] = (span){ at, at + rw };
+    }
+    /* The first block whose end is past start, then each block in the mapping. */
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (block_end(s, mid) <= start) lo = mid + 1; else hi = mid;
+    }
+    const size_t heaps = n;
+    for (size_t i = lo; i < s->n && s->addrs[i] < end; i++) {
+        int covered = 0;
+        for (size_t k = 0; k < heaps && !covered; k++)
+            covered = s->addrs[i] >= v[k].start && s->addrs[i] < v[k].end;
+        if (covered || (n > heaps && s->addrs[i] < v[n - 1].end && s->addrs[i] >= v[n - 1].start))
+            continue;
+        span c;
+        if (!mmapped_chunk(s, i, &c) || c.start < start || c.end > end) { free(v); return -1; }
+        if (n == cap) {
+            span *g = realloc(v, (cap *= 2) * sizeof *v);
+            if (g == NULL) { free(v); return -1; }
+            v = g;
+        }
+        v[n++] = c;
+    }
+    qsort(v, n, sizeof *v, span_order);
+    *out = v;
+    *count = n;
+    return 0;
 }
 
 /* The root mapping holding `sp`, or -1. */
@@ -501,6 +619,8 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
     uint64_t file_end = 0;          /* end of the last file mapping: its .bss may follow */
     char file_path[4096] = { 0 };
     uint64_t guard_end = 0;         /* end of the last no-access mapping */
+    char own_segment[48];           /* our segments' names: heapgen:<collector pid>:<socket> */
+    const size_t own_len = (size_t)snprintf(own_segment, sizeof own_segment, "/memfd:heapgen:%d:", (int)getpid());
     while (regions && getline(&line, &line_cap, maps) > 0) {
         unsigned long long start, end;
         char perms[8] = { 0 };
@@ -536,27 +656,44 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
         }
         if (perms[0] != 'r' || perms[1] != 'w')
             continue;
-        if (strstr(line, "/memfd:heapgen") != NULL)
+        /* Our own segment holds the addresses of blocks; a memfd of the
+         * program's that is merely named like it is the program's. */
+        if (strncmp(rest, own_segment, own_len) == 0 || strncmp(rest, "/memfd:heapgen (deleted)\n", 25) == 0)
             continue;
-        if (n > 0 && overlaps_block(&s, start, end))
+        /* brk's heap is malloc's alone: its chunks, free ones stale, are never roots. */
+        if (strncmp(rest, "[heap]", 6) == 0)
             continue;
-        if (count == cap) {
-            cap *= 2;
-            void *grown = realloc(regions, cap * sizeof *regions);
-            if (!grown) { free(regions); regions = NULL; break; }
-            regions = grown;
+        span *parts = NULL;
+        size_t part_count = 0;
+        if (anonymous ? allocator_spans(&s, start, end, &parts, &part_count) != 0
+                      : n > 0 && overlaps_block(&s, start, end))
+            continue;
+        /* The roots: the mapping less malloc's parts. */
+        uint64_t at = start;
+        for (size_t k = 0; k <= part_count && regions != NULL; k++) {
+            const uint64_t piece_end = k < part_count ? parts[k].start : end;
+            if (piece_end >= at + 8) {
+                if (count == cap) {
+                    cap *= 2;
+                    void *grown = realloc(regions, cap * sizeof *regions);
+                    if (!grown) { free(regions); regions = NULL; break; }
+                    regions = grown;
+                }
+                regions[count].start = at;
+                regions[count].end = piece_end;
+                regions[count].low_sp = UINT64_MAX;
+                regions[count].allocator = allocator;
+                regions[count].private_map = perms[3] == 'p';
+                regions[count].stack_shaped = anonymous && above_guard && at == start;
+                regions[count].kind = kind;
+                regions[count].tid = 0;
+                regions[count].pc = 0;
+                regions[count].path = kind == HG_ROOT_GLOBAL && s.g != NULL ? strdup(file_path) : NULL;
+                count++;
+            }
+            if (k < part_count && parts[k].end > at) at = parts[k].end;
         }
-        regions[count].start = start;
-        regions[count].end = end;
-        regions[count].low_sp = UINT64_MAX;
-        regions[count].allocator = allocator;
-        regions[count].private_map = perms[3] == 'p';
-        regions[count].stack_shaped = anonymous && above_guard;
-        regions[count].kind = kind;
-        regions[count].tid = 0;
-        regions[count].pc = 0;
-        regions[count].path = kind == HG_ROOT_GLOBAL && s.g != NULL ? strdup(file_path) : NULL;
-        count++;
+        free(parts);
     }
     free(line);
     fclose(maps);
@@ -610,12 +747,15 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
          * child: there the parent's other threads left stacks just like
          * these, holding what those threads held at the fork (valgrind has
          * them as roots too). */
-        for (size_t k = 0; !forked && stopped > 0 && (uint32_t)stopped >= result->threads && k < count; k++) {
+        uint64_t tcb[7];
+        const int guards_known = stopped > 0 && hg_read_remote(s.pid, threads[0].tp, tcb, sizeof tcb) == 0
+                                 && tcb[0] == threads[0].tp;
+        for (size_t k = 0; guards_known && !forked && (uint32_t)stopped >= result->threads && k < count; k++) {
             if (!regions[k].stack_shaped || regions[k].low_sp != UINT64_MAX) continue;
             int live = 0;
             for (int t = 0; t < stopped && !live; t++)
                 live = threads[t].tp >= regions[k].start && threads[t].tp < regions[k].end;
-            const uint64_t descriptor = live ? 0 : find_thread_descriptor(&s, regions[k].start, regions[k].end);
+            const uint64_t descriptor = live ? 0 : find_thread_descriptor(&s, regions[k].start, regions[k].end, tcb + 5);
             if (descriptor > regions[k].start) {
                 result->dead_stack_bytes += descriptor - regions[k].start;
                 regions[k].start = descriptor;
@@ -634,7 +774,7 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
     for (size_t k = 0; rc == 0 && k < count; k++) {
         result->root_regions++;
         uint64_t before = result->scanned_bytes;
-        s.starts_only = regions[k].allocator;
+        s.allocator_data = regions[k].allocator;
         s.region = (uint32_t)k;
         s.stack = regions[k].kind == HG_ROOT_STACK;
         s.pc = regions[k].pc;       /* slots below the first return address: the thread's RIP */
@@ -647,7 +787,7 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
         }
         s.private_map = regions[k].private_map;
         rc = scan_range(&s, regions[k].start, regions[k].end);
-        s.starts_only = 0;
+        s.allocator_data = 0;
         s.stack = 0;
         result->root_bytes += result->scanned_bytes - before;
     }
