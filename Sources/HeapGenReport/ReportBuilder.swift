@@ -19,6 +19,9 @@ import HeapGenTrace
 public struct ReportBuilder {
     /// How many live-at-exit sites a report lists (the largest by bytes).
     public static let maxLiveSites = 10
+    /// How many of the largest live-at-exit stacks are symbolicated and summed into those
+    /// sites: a site's figures are exact unless its blocks come from more stacks than this.
+    static let liveStacksRead = 500
 
     /// The symbolizer used; a default one (llvm-symbolizer from the toolchain) if not given.
     public var symbolizer: Symbolizer { symbolication.symbolizer }
@@ -61,7 +64,7 @@ public struct ReportBuilder {
                 if a.stackID != b.stackID { return a.stackID < b.stackID }
                 return a.typeID < b.typeID
             }
-            .prefix(Self.maxLiveSites * 5)
+            .prefix(Self.liveStacksRead)
         // Stacks to symbolicate: every finding, every site that can change a verdict once
         // grouped, and the live sites.
         var stackIDs: [UInt32] = []
@@ -83,10 +86,11 @@ public struct ReportBuilder {
         if !analysis.canRegroup && !findings.isEmpty {
             notes.append("The analysis has no site curves (it was decoded): each stack is judged alone, so a call the compiler duplicated may show as several findings.")
         }
-        let sites = SourceSites.merge(liveSites.map {
+        // Merged by source path first, so that each keeps the frames of its largest path.
+        let sites = SourceSites.mergeByAllocationPoint(SourceSites.merge(liveSites.map {
             Report.Site(typeName: $0.typeName, objects: $0.liveAtExitObjects, bytes: $0.liveAtExitBytes,
                         frames: frames[$0.stackID] ?? [])
-        }).prefix(Self.maxLiveSites)
+        })).prefix(Self.maxLiveSites)
 
         let t = analysis.totals
         let totals = Report.Totals(

@@ -149,6 +149,30 @@ final class LiveAtExitAndNamesReportTests: XCTestCase {
         XCTAssertEqual(empty.status, 64, empty.transcript)
     }
 
+    /// A place in the source reached by many stacks (a recursive function) is one live-at-exit
+    /// site with all its blocks: listed by source path, the report kept the 10 largest paths
+    /// (the ten 20 B sites here) and the text summed the part kept (probe of heaptrack's
+    /// callgraph test: "36 B in 3 blocks" of a function's 96 B in 8).
+    func testAnAllocationPointReachedByManyStacksIsOneLiveSite() throws {
+        let exe = try ReportFixture.c("recursive.c")
+        let run = try HeapGenCLI.runJSON(exe)
+        XCTAssertStatus(run.result, 0)
+        let live = try XCTUnwrap(run.report.json["liveAtExit"] as? [String: Any], "\(run.report)")
+        let sites = try XCTUnwrap(live["sites"] as? [[String: Any]], "\(run.report)")
+        XCTAssertEqual(sites.count, 10, "\(sites)")
+        let first = try XCTUnwrap(sites.first)
+        XCTAssertEqual(jsonInt(first["objects"]), 12, "\(sites)")
+        XCTAssertEqual(jsonInt(first["bytes"]), 144, "\(sites)")
+        let frames = first["frames"] as? [[String: Any]] ?? []
+        XCTAssertTrue(frames.contains { $0["function"] as? String == "descend" }, "\(first)")
+        XCTAssertTrue(sites.dropFirst().allSatisfy { jsonInt($0["objects"]) == 1 && jsonInt($0["bytes"]) == 20 }, "\(sites)")
+
+        let text = try HeapGenCLI.succeed(["report", run.trace]).stdoutText
+        let line = try XCTUnwrap(ReportFixture.lines("recursive.c", containing: "/* DESCEND */").first)
+        let liveLines = text.components(separatedBy: "\n").drop { !$0.hasPrefix("Live at exit") }
+        XCTAssertEqual(liveLines.dropFirst(2).first, "    144 B in 12 blocks  at descend (Fixtures/recursive.c:\(line))", text)
+    }
+
     /// Findings are shown as one entry only when their shown frames are the same frames
     /// (not merely the same short text), and the entry says how their stacks differ.
     func testOnlyIdenticalShownStacksAreMergedAndSaySo() throws {
