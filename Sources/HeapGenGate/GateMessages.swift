@@ -43,9 +43,9 @@ public enum GateMessages {
             switch r.status {
             case .suppressed(let rule):
                 let rule = v.policy.suppressions.rules[rule]
-                lines.append("heapgen: suppressed by \(rule)\(ruleOrigin(rule)): \(SiteText.site(r.finding)), \(SiteText.growth(r.finding))")
+                lines.append("heapgen: suppressed by \(rule)\(ruleOrigin(rule)): \(SiteText.site(r.finding)), \(SiteText.amount(r.finding))")
             case .known:
-                lines.append("heapgen: known (baseline): \(SiteText.site(r.finding)), \(SiteText.growth(r.finding))")
+                lines.append("heapgen: known (baseline): \(SiteText.site(r.finding)), \(SiteText.amount(r.finding))")
             default:
                 break
             }
@@ -210,10 +210,17 @@ public enum GateMessages {
         return text
     }
 
-    /// `A at f (x.c:1); B at g (y.c:2); … and 3 more`.
+    /// `A at f (x.c:1); B at g (y.c:2) (3 sites); … and 3 more`: sites that read the same
+    /// (their stacks differ further out) are named once, with their count.
     static func siteList(_ findings: [Report.Finding]) -> String {
-        var text = findings.prefix(maxSitesPerLine).map(SiteText.site).joined(separator: "; ")
-        if findings.count > maxSitesPerLine { text += "; … and \(findings.count - maxSitesPerLine) more" }
+        var names: [(text: String, count: Int)] = []
+        for text in findings.map(SiteText.site) {
+            if let i = names.firstIndex(where: { $0.text == text }) { names[i].count += 1 } else { names.append((text, 1)) }
+        }
+        var text = names.prefix(maxSitesPerLine).map { $0.count == 1 ? $0.text : "\($0.text) (\($0.count) sites)" }
+            .joined(separator: "; ")
+        let more = names.dropFirst(maxSitesPerLine).reduce(0) { $0 + $1.count }
+        if more > 0 { text += "; … and \(more) more" }
         return text
     }
 

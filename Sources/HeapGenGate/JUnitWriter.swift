@@ -40,17 +40,17 @@ public enum JUnitWriter {
             case .failing:
                 failures += 1
                 let limit = f.kind == .abandoned ? " (limit \(ByteSize.exact(v.policy.maxBytesPerCycle)) per cycle)" : ""
-                let message = "\(SiteText.site(f)): \(SiteText.growth(f))\(limit)"
+                let message = "\(SiteText.site(f)): \(SiteText.amount(f))\(limit)"
                 body = "      <failure type=\"\(f.kind.rawValue)\" message=\"\(escape(message))\">"
                     + escape(details(f).joined(separator: "\n")) + "</failure>\n"
             case .suppressed(let rule):
-                body = systemOut("suppressed by \(v.policy.suppressions.rules[rule]): \(SiteText.growth(f))")
+                body = systemOut("suppressed by \(v.policy.suppressions.rules[rule]): \(SiteText.amount(f))")
             case .known:
-                body = systemOut("known (baseline): \(SiteText.growth(f))")
+                body = systemOut("known (baseline): \(SiteText.amount(f))")
             case .belowLimit:
                 body = systemOut("below the limit of \(ByteSize.exact(v.policy.maxBytesPerCycle)) per cycle: \(SiteText.growth(f))")
             case .notGated:
-                body = systemOut("not gated (--fail-on does not include \(f.kind.rawValue)): \(SiteText.growth(f))")
+                body = systemOut("not gated (--fail-on does not include \(f.kind.rawValue)): \(SiteText.amount(f))")
             case .inLibraries:
                 body = systemOut("in libraries only, not judged (--include-libraries judges it): \(SiteText.growth(f))")
             }
@@ -117,11 +117,15 @@ public enum JUnitWriter {
 
     /// Type, growth, per-cycle series and stack of a finding, for a failure's body.
     static func details(_ f: Report.Finding) -> [String] {
-        var lines = ["type: \(f.typeName ?? "(malloc blocks, no Swift type)")",
-                     "growth: \(SiteText.growth(f)), grew in \(f.cyclesWithGrowth) of \(f.cycles) judged cycles",
-                     "bytes per cycle: " + f.bytesPerCycle.map(String.init).joined(separator: " "),
-                     "left behind: \(HumanUnits.plural(f.survivingObjects, "object")), \(ByteSize.exact(f.survivingBytes))",
-                     "stack:"]
+        var lines = ["type: \(f.typeName ?? "(malloc blocks, no Swift type)")"]
+        if f.kind == .leaked && f.cycles == 0 {
+            lines.append(SiteText.amount(f))
+        } else {
+            lines += ["growth: \(SiteText.growth(f)), grew in \(f.cyclesWithGrowth) of \(f.cycles) judged cycles",
+                      "bytes per cycle: " + f.bytesPerCycle.map(String.init).joined(separator: " ")]
+        }
+        lines += ["left behind: \(HumanUnits.plural(f.survivingObjects, "object")), \(ByteSize.exact(f.survivingBytes))",
+                  "stack:"]
         lines += SiteText.stack(f).map { "  " + $0 }
         return lines
     }

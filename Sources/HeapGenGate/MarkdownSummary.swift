@@ -35,7 +35,7 @@ public enum MarkdownSummary {
                 let f = r.finding
                 let frame = f.userFrameValue ?? f.frames.first
                 let cells = [status(r, v), f.kind.rawValue, f.typeName.map(code) ?? "—",
-                             cell(SiteText.growth(f).replacingOccurrences(" per cycle", "")),
+                             f.kind == .leaked && f.cycles == 0 ? "—" : cell(SiteText.growth(f).replacingOccurrences(" per cycle", "")),
                              ByteSize.exact(f.survivingBytes),
                              frame.map { code(SiteText.functionName($0)) + place($0) } ?? "—"]
                 lines.append("| " + cells.joined(separator: " | ") + " |")
@@ -78,7 +78,7 @@ public enum MarkdownSummary {
             lines.append("<details><summary>Stacks of the failing sites</summary>")
             lines.append("")
             for r in failing {
-                lines.append("**\(cell(SiteText.site(r.finding)))** — \(cell(SiteText.growth(r.finding)))")
+                lines.append("**\(cell(SiteText.site(r.finding)))** — \(cell(SiteText.amount(r.finding)))")
                 lines.append("```")
                 lines += SiteText.stack(r.finding).map { $0.replacingOccurrences("```", "'''") }
                 lines.append("```")

@@ -32,8 +32,10 @@ public enum SARIFWriter {
         for r in v.failingFindings {
             let f = r.finding
             let ruleIndex = f.kind == .leaked ? 1 : 0
-            var text = "\(SiteText.site(f)): \(SiteText.growth(f)), grew in \(f.cyclesWithGrowth) of \(f.cycles) judged cycles; "
-                + "\(ByteSize.exact(f.survivingBytes)) left behind"
+            var text = f.kind == .leaked && f.cycles == 0
+                ? "\(SiteText.site(f)): \(SiteText.amount(f))"
+                : "\(SiteText.site(f)): \(SiteText.growth(f)), grew in \(f.cyclesWithGrowth) of \(f.cycles) judged cycles; "
+                    + "\(ByteSize.exact(f.survivingBytes)) left behind"
             if f.kind == .abandoned { text += " (limit \(ByteSize.exact(v.policy.maxBytesPerCycle)) per cycle)" }
             results.append(Result(
                 ruleId: ruleIDs[ruleIndex], ruleIndex: ruleIndex, message: Message(text: text + "."),

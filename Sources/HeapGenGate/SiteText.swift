@@ -58,6 +58,13 @@ public enum SiteText {
         }
     }
 
+    /// What a finding amounts to in one phrase: its growth (`+1 object / +192 B per cycle`),
+    /// or, for a leak found at exit (no cycles), what leaked: `24 B in 1 block leaked`.
+    public static func amount(_ finding: Report.Finding) -> String {
+        guard finding.kind == .leaked, let bytes = finding.leakedBytes else { return growth(finding) }
+        return "\(ByteSize.exact(Int(clamping: bytes))) in \(HumanUnits.plural(finding.leakedBlocks ?? 0, "block")) leaked"
+    }
+
     /// `+1 object / +192 B per cycle`.
     public static func growth(_ finding: Report.Finding) -> String {
         let objects = finding.averageObjectsPerCycle

@@ -329,10 +329,18 @@ public enum TextReport {
         }
         if merged.count > limit {
             let rest = merged.dropFirst(limit)
-            let perCycle = rest.reduce(0) { $0 + $1.finding.averageBytesPerCycle }
             // Count sites, not entries: one entry may show several sites with one stack.
             let sites = rest.reduce(0) { $0 + $1.sites }
-            lines.append(style.dim("  … \(HumanUnits.plural(sites, "more site")), \(HumanUnits.signedBytes(perCycle)) per cycle together (--format json lists every site)"))
+            let amount: String
+            if rest.allSatisfy({ $0.finding.kind == .leaked && $0.finding.cycles == 0 }) {
+                // Leaks found at exit without cycles: what they leaked, not a growth.
+                let bytes = rest.reduce(UInt64(0)) { $0 &+ ($1.finding.leakedBytes ?? 0) }
+                amount = "\(HumanUnits.bytes(bytes)) leaked together"
+            } else {
+                let perCycle = rest.reduce(0) { $0 + $1.finding.averageBytesPerCycle }
+                amount = "\(HumanUnits.signedBytes(perCycle)) per cycle together"
+            }
+            lines.append(style.dim("  … \(HumanUnits.plural(sites, "more site")), \(amount) (--format json lists every site)"))
         }
         return lines
     }

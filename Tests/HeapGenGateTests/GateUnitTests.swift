@@ -256,6 +256,30 @@ final class GateVerdictTests: XCTestCase {
         XCTAssertEqual(v.warnings.count, 2, "\(v.warnings)")
     }
 
+    /// Leaks found at exit have no cycles: a suppressed one read "0 objects / 0 B per cycle";
+    /// five leaks at one function, whose stacks differ further out, were named five times
+    /// (probes of heaptrack's embedded_lsan_suppressions and test_cpp tests).
+    func testLeakLinesSayWhatLeakedAndNameOneSiteOnce() {
+        func leak(_ function: String, bytes: UInt64, address: UInt64) -> Report.Finding {
+            var f = Synthetic.finding(kind: .leaked, function: function, address: address)
+            f.cycles = 0
+            f.cyclesWithGrowth = 0
+            f.leakedBlocks = 1
+            f.leakedBytes = bytes
+            return f
+        }
+        XCTAssertEqual(SiteText.amount(leak("foobar", bytes: 1, address: 0x1000)), "1 B in 1 block leaked")
+        XCTAssertEqual(SiteText.amount(Synthetic.finding(function: "grow")), "+1 object / +100 B per cycle")
+        let same = (0..<5).map { leak("asdf", bytes: 8, address: 0x1000 + UInt64($0) * 0x100) }
+        XCTAssertEqual(GateMessages.siteList(same + [leak("other", bytes: 8, address: 0x9000)]),
+                       "blocks at asdf (app.c:10) (5 sites); blocks at other (app.c:10)")
+        let many = (0..<7).map { leak("f\($0)", bytes: 8, address: 0x1000 * UInt64($0 + 1)) }
+        XCTAssertTrue(GateMessages.siteList(many + same).hasSuffix("; … and 7 more"), GateMessages.siteList(many + same))
+        let details = JUnitWriter.details(same[0])
+        XCTAssertTrue(details.contains("8 B in 1 block leaked"), "\(details)")
+        XCTAssertFalse(details.contains { $0.contains("per cycle") }, "\(details)")
+    }
+
     func testLiveAtExitAfterSuppressions() throws {
         var report = Synthetic.report([])
         report.liveAtExit = Report.LiveAtExit(objects: 3, bytes: 5000, sites: [

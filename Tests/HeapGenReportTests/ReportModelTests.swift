@@ -214,6 +214,18 @@ final class LeakedTextTests: XCTestCase {
         grown.objectsSeries = CycleSeries([0, 1, 1])
         XCTAssertTrue(TextReport.growthFinding(grown, number: 1, TextStyle(enabled: false))[1].hasPrefix("     per cycle: "))
     }
+
+    /// The line for the leaks past the tenth said "0 B per cycle together" (probe of heaptrack's
+    /// callgraph test under --leaks): it says what they leaked.
+    func testTheLineForTheRestOfTheLeaksSaysWhatTheyLeaked() {
+        let leaks = (1...13).map { i -> ModelReport.Finding in
+            var f = Self.leak(objects: 1, bytes: UInt64(10 * i), retained: 0, address: UInt64(i) << 12)
+            f.frames[0].function = "leak_\(i)"
+            return f
+        }
+        let lines = TextReport.growthFindings(leaks, TextStyle(enabled: false))
+        XCTAssertEqual(lines.last, "  … 3 more sites, 360 B leaked together (--format json lists every site)", "\(lines)")
+    }
 }
 
 final class SourceSitesTests: XCTestCase {
