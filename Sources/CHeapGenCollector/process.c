@@ -57,6 +57,7 @@ static volatile sig_atomic_t forward_target;
 static volatile sig_atomic_t signal_count;
 static volatile sig_atomic_t last_signal;
 static unsigned initially_ignored;
+static sigset_t initial_mask;       /* heapgen's signal mask as started: the program's too */
 static int initial_checked;
 
 static const int handled_signals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE};
@@ -68,6 +69,7 @@ unsigned hg_initial_ignored_signals(void) {
             if (sigaction(handled_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
                 initially_ignored |= 1u << handled_signals[i];
         }
+        pthread_sigmask(SIG_SETMASK, NULL, &initial_mask);
         initial_checked = 1;
     }
     return initially_ignored;
@@ -111,13 +113,22 @@ int hg_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[
     posix_spawnattr_t attr;
     int rc = posix_spawnattr_init(&attr);
     if (rc) return rc;
-    sigset_t def, empty;
+    sigset_t def;
     sigemptyset(&def);
-    sigemptyset(&empty);
     for (size_t i = 0; i < sizeof handled_signals / sizeof handled_signals[0]; i++)
         if (!(keep_ignored & (1u << handled_signals[i]))) sigaddset(&def, handled_signals[i]);
+    /* glibc's posix_spawn ignores its two internal signals (32 and 33, which
+     * have handlers in heapgen) in the child unless they are in this set, and
+     * an ignored signal stays ignored across exec; sigaddset refuses them, so
+     * their bits are set directly (a sigset_t is a bit mask: bit N-1 for N). */
+#if defined(__GLIBC__)
+    def.__val[0] |= (1ul << 31) | (1ul << 32);
+#endif
+    (void)hg_initial_ignored_signals();
     posix_spawnattr_setsigdefault(&attr, &def);
-    posix_spawnattr_setsigmask(&attr, &empty);
+    /* The mask heapgen was started with, not heapgen's own now: a program
+     * started with signals blocked (a supervisor's SIGCHLD) keeps them so. */
+    posix_spawnattr_setsigmask(&attr, &initial_mask);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     rc = posix_spawn(pid, path, NULL, &attr, argv, envp);
     posix_spawnattr_destroy(&attr);

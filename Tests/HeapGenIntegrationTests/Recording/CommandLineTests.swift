@@ -21,6 +21,21 @@ final class PassThroughTests: XCTestCase {
         XCTAssertEqual(rec.result.stderrText, "passthru: to stderr\n", "stderr is the program's only (--quiet)")
     }
 
+    /// The program starts with the signal mask and ignored signals heapgen was started with:
+    /// the mask was emptied (a supervisor's blocked SIGUSR1 lost), and glibc's posix_spawn
+    /// left its two internal signals (32, 33) ignored across the exec.
+    func testSignalMaskAndIgnoredSignalsPassUnchanged() throws {
+        let exe = try Fixture.build("sigstate.c")
+        let native = try runProcess(exe, ["launch", exe, "show"])
+        XCTAssertStatus(native, 0)
+        XCTAssertTrue(native.stdoutText.contains("SigBlk:\t0000000000000200\n"), native.stdoutText)   // SIGUSR1
+        XCTAssertTrue(native.stdoutText.hasSuffix("SigIgn:\t0000000000000800\n"), native.stdoutText)      // SIGUSR2
+        let trace = try TestPaths.freshDirectory("sigstate") + "/trace"
+        let traced = try runProcess(exe, ["launch", try TestPaths.heapgen(), "record", "--quiet", "-o", trace, "--", exe, "show"])
+        XCTAssertStatus(traced, 0)
+        XCTAssertEqual(traced.stdoutText, native.stdoutText, traced.transcript)
+    }
+
     func testExitStatusesPassThrough() throws {
         let exe = try Fixture.build("passthru.c")
         for code: Int32 in [0, 3, 42] {
