@@ -180,10 +180,16 @@ public struct GenerationAnalyzer {
             // An aggregated trace's addresses are made up: nothing to explain a stray by.
             if !reader.isAggregated {
                 analysis.strayFrees = try StrayFreeExplainer.explain(path: path, strays: analyzer.strays, into: &analysis)
+            } else {
+                // Its frees come before its allocations within a generation (docs/trace-format.md).
+                analysis.notes.append(Self.aggregatedPeakNote)
             }
             return analysis
         }
     }
+
+    /// Said of an aggregated trace, whose counts keep no order within a generation.
+    public static let aggregatedPeakNote = "The trace is aggregated (record --aggregate): the order of events within a generation is not kept, so the peak shown is the highest the counts prove, at most the real one."
 
     /// Reads every record of `reader` into the analyzer.
     private mutating func firstPass(_ reader: inout TraceReader) throws {

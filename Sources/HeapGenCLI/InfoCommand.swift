@@ -86,7 +86,9 @@ enum SummaryTable {
         if s.reallocUndoCount > 0 { rows.append(("failed reallocs", HumanUnits.count(s.reallocUndoCount))) }
         if s.freeNullCalls > 0 { rows.append(("free(NULL)", HumanUnits.count(s.freeNullCalls))) }
         rows.append(("live at end", "\(HumanUnits.count(s.liveObjects)) blocks, \(HumanUnits.bytes(s.liveBytes))"))
-        rows.append(("peak", "\(HumanUnits.bytes(s.peakLiveBytes)) at event \(HumanUnits.count(s.peakEventPosition))"))
+        rows.append(("peak", s.aggregated == true
+            ? "at least \(HumanUnits.bytes(s.peakLiveBytes)) (aggregated: the order within a generation is not kept)"
+            : "\(HumanUnits.bytes(s.peakLiveBytes)) at event \(HumanUnits.count(s.peakEventPosition))"))
         rows.append(("stacks", HumanUnits.count(UInt64(s.stackCount))))
         if s.truncatedStackCount > 0 {
             rows.append(("  truncated", "\(HumanUnits.count(UInt64(s.truncatedStackCount))) (cut at the frame limit, which HEAPGEN_MAX_FRAMES raises, or where unwinding stopped)"))
