@@ -18,11 +18,13 @@
  * dlopen, are not seen (their frees later are untracked frees, ignored).
  * Only RTLD_DEEPBIND calls take the slow path; every other dlopen is a tail
  * call, so glibc sees the program's own code as the caller (its RUNPATH and
- * $ORIGIN). For a RTLD_DEEPBIND call the caller glibc sees is the shim: a
- * bare library name is searched without the calling object's DT_RUNPATH.
+ * $ORIGIN). For a RTLD_DEEPBIND call the caller glibc sees is the shim, so a
+ * bare library name is first looked for along the calling object's own
+ * search path (caller_path), as glibc would have.
  */
 #include <dlfcn.h>
 #include <elf.h>
+#include <limits.h>
 #include <link.h>
 #include <stdint.h>
 #include <string.h>
@@ -159,11 +161,72 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+/* glibc's search path for a bare name dlopen'd by `handle`'s object, in
+ * order (DT_RPATH, LD_LIBRARY_PATH, DT_RUNPATH, the default directories;
+ * $ORIGIN expanded), into `buf` (`cap` bytes, on the caller's stack). */
+static int search_path(void *handle, Dl_serinfo *buf, size_t cap)
+{
+    Dl_serinfo size;
+    if (dlinfo(handle, RTLD_DI_SERINFOSIZE, &size) != 0 || size.dls_size > cap)
+        return 0;
+    buf->dls_size = size.dls_size;
+    buf->dls_cnt = size.dls_cnt;
+    return dlinfo(handle, RTLD_DI_SERINFO, buf) == 0;
+}
+
+static int in_search_path(const Dl_serinfo *path, const char *dir)
+{
+    for (unsigned i = 0; i < path->dls_cnt; i++)
+        if (strcmp(path->dls_serpath[i].dls_name, dir) == 0)
+            return 1;
+    return 0;
+}
+
+/* Where glibc would find a bare `name` dlopen'd from the object holding
+ * `caller` when that object's own directories (its RPATH or RUNPATH) find it
+ * first: 1 with the path in `out`. 0 when a directory the shim's search has
+ * too comes first with the file, or none has it: the shim's dlopen(name) then
+ * finds what the caller's would (the same directories, then ld.so.cache). */
+static int caller_path(const void *caller, const char *name, char *out, size_t cap)
+{
+    Dl_info info;
+    struct link_map *theirs_map = NULL, *ours_map = NULL;
+    if (dladdr1(caller, &info, (void **)&theirs_map, RTLD_DL_LINKMAP) == 0 || theirs_map == NULL
+        || dladdr1((const void *)caller_path, &info, (void **)&ours_map, RTLD_DL_LINKMAP) == 0 || ours_map == NULL
+        || theirs_map == ours_map)
+        return 0;
+    union { Dl_serinfo s; char bytes[4096]; } theirs, ours;
+    if (!search_path(theirs_map, &theirs.s, sizeof theirs) || !search_path(ours_map, &ours.s, sizeof ours))
+        return 0;
+    const size_t name_len = strlen(name);
+    for (unsigned i = 0; i < theirs.s.dls_cnt; i++) {
+        const char *dir = theirs.s.dls_serpath[i].dls_name;
+        const size_t dir_len = strlen(dir);
+        if (dir_len + 1 + name_len + 1 > cap)
+            continue;
+        memcpy(out, dir, dir_len);
+        out[dir_len] = '/';
+        memcpy(out + dir_len + 1, name, name_len + 1);
+        if (access(out, F_OK) != 0)
+            continue;
+        return !in_search_path(&ours.s, dir);
+    }
+    return 0;
+}
+
 /* The RTLD_DEEPBIND path: load, then bind the new objects' allocation imports. */
-static void *deepbind_open(dlopen_fn real, const char *file, int flags)
+static void *deepbind_open(dlopen_fn real, const char *file, int flags, const void *caller)
 {
     size_t before = 0;
     dl_iterate_phdr(count_object, &before);
+    char path[PATH_MAX];
+    if (file != NULL && strchr(file, '/') == NULL) {
+        hg_guard_enter();
+        const int found = caller_path(caller, file, path, sizeof path);
+        hg_guard_leave();
+        if (found)
+            file = path;
+    }
     void *handle = real(file, flags);
     if (handle == NULL)
         return NULL;
@@ -183,7 +246,7 @@ HG_EXPORT void *dlopen(const char *file, int flags)
         return NULL;
 #ifdef __x86_64__
     if (HG_UNLIKELY(flags & RTLD_DEEPBIND))
-        return deepbind_open(real, file, flags);
+        return deepbind_open(real, file, flags, __builtin_return_address(0));
 #endif
     /* A tail call: glibc takes its caller from the return address. */
     return real(file, flags);

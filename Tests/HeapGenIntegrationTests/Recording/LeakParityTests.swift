@@ -381,4 +381,18 @@ final class LeakParityTests: XCTestCase {
             XCTAssertEqual(s.unknownFrees, 0, "\(mode)\n\(s)")
         }
     }
+
+    /// A plugin dlopen'd with RTLD_DEEPBIND by its bare name, found through the executable's
+    /// RUNPATH: the shim made the call, so glibc searched the shim's path and the program's
+    /// dlopen failed under heapgen only (probe of heaptrack's tests; heaptrack fails too).
+    func testADeepBindPluginNamedBareIsFoundThroughTheCallersRunpath() throws {
+        let plugin = try Fixture.build("deepplugin.c", shared: true)
+        let directory = (plugin as NSString).deletingLastPathComponent
+        let exe = try Fixture.build("deepmain.c", flags: ["-Wl,--enable-new-dtags,-rpath,\(directory)"])
+        let name = (plugin as NSString).lastPathComponent
+        XCTAssertStatus(try runProcess(exe, [name]), 0, "the fixture fails without heapgen (exit 3: dlopen failed)")
+        let (result, _, leaked) = try heapgen(exe, [name], flags: ["--leaks", "--fail-on", "leaked"])
+        XCTAssertStatus(result, 0, "exit 3: dlopen failed")
+        XCTAssertEqual(leaked.count, 0, result.transcript)
+    }
 }
