@@ -145,6 +145,10 @@ static int await_verdict(hg_header *h)
  * thread is the one that forked), so concurrent forks cannot mix them up. */
 static uint64_t g_fork_counter;
 static HG_TLS uint64_t hg_fork_id;
+/* The forking process's pid, for the child's hello: the child's getppid() is
+ * already 1 when a daemon's parent exited right after fork(), and the
+ * collector finds the live heap the child inherited by its parent's pid. */
+static HG_TLS pid_t hg_fork_parent;
 
 /* open_segment's work: its hello, the wait for the verdict and the closes
  * are cancellation points, so open_segment runs it with cancellation off. */
@@ -183,7 +187,7 @@ static int make_segment(uint32_t origin, hg_owned_fd *conn)
     h->arena_offset = arena_off;
     h->arena_size = cfg_arena_bytes;
     h->pid = getpid();
-    h->ppid = getppid();
+    h->ppid = origin == HG_ORIGIN_FORK && hg_fork_parent != 0 ? hg_fork_parent : getppid();
     h->origin = origin;
     h->max_frames = cfg_max_frames;
     h->control_offset = control_off;
@@ -238,6 +242,7 @@ static int open_segment(uint32_t origin, hg_owned_fd *conn)
 static void fork_prepare(void)
 {
     hg_fork_id = 0;
+    hg_fork_parent = getpid();
     if (g_hg_phase == 2 && hg_env_follow_fork() && hg_guard == 0 && !g_hg.hdr->detached && !hg_sandboxed()) {
         /* The live heap the child inherits is the parent's at this record. */
         if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
@@ -264,6 +269,7 @@ static void fork_prepare(void)
 static void fork_parent(void)
 {
     hg_fork_id = 0;              /* a later raw clone() child inherits no snapshot */
+    hg_fork_parent = 0;
     hg_modules_fork_parent();
     hg_fd_release(&fork_conn);   /* the child has its own copy */
 }
@@ -319,6 +325,7 @@ static void become_child(hg_owned_fd *conn)
         hg_fd_release(conn);
         hg_env_scrub();
     }
+    hg_fork_parent = 0;         /* a raw clone() child of ours is no child of our parent's fork */
     __atomic_store_n(&g_hg_phase, phase, __ATOMIC_RELEASE);
     hg_guard_leave();
 }

@@ -541,7 +541,8 @@ final class RecordingLoop {
             }
             namespacePids = Array(list.prefix(n))
             raw.pointee.pid = sender
-            raw.pointee.ppid = ppid
+            raw.pointee.ppid = Self.forkParent(hello: hello, kernelParent: ppid, namespacePids: list.prefix(n),
+                                               among: pids.values.compactMap(\.segment))
         }
         let pid = raw.pointee.pid
         untracedExecs[pid] = nil
@@ -659,6 +660,18 @@ final class RecordingLoop {
         pollDirty = true
         live.append(seg)
         acceptedCount += 1
+    }
+
+    /// The parent (by our pid) of a forked image in a PID namespace below ours whose hello
+    /// named its parent by that namespace's pid: the kernel's parent while it is one of ours,
+    /// else the traced image with that pid at the child's depth (a daemon's parent, gone
+    /// right after the fork, left the child to init, as the kernel now says).
+    static func forkParent(hello: hg_hello, kernelParent: pid_t, namespacePids: ArraySlice<pid_t>,
+                           among segments: [Segment]) -> pid_t {
+        guard hello.origin == HG_ORIGIN_FORK.rawValue,
+              !segments.contains(where: { $0.pid == kernelParent }) else { return kernelParent }
+        let depth = namespacePids.count - 1
+        return segments.first { $0.namespaceDepth == depth && $0.pid(atDepth: depth) == hello.ppid }?.pid ?? kernelParent
     }
 
     /// Starts a forked child's trace with its parent's live heap at fork `forkID`.

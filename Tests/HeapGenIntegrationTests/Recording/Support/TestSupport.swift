@@ -166,6 +166,7 @@ struct Summary: CustomStringConvertible {
     var endStatus: Int? { uint("end.status").map { Int($0) } }
     var producerWaits: UInt64? { uint("end.producerWaits") ?? uint("producerWaits") }
     var processPid: Int32? { uint("process.pid").map { Int32($0) } }
+    var processParent: Int32? { uint("process.ppid").map { Int32($0) } }
     var processOrigin: String? {
         switch value("process.origin") {
         case let s as String: return s
