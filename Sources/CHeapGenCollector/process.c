@@ -77,8 +77,12 @@ unsigned hg_initial_ignored_signals(void) {
 
 static void on_signal(int sig) {
     int saved = errno;
-    signal_count++;
-    last_signal = sig;
+    /* SIGHUP is passed on, not counted: a server reloads on it and runs on,
+     * recorded (a terminal's hangup reaches the program by itself). */
+    if (sig != SIGHUP) {
+        signal_count++;
+        last_signal = sig;
+    }
     pid_t t = forward_target;
     if (t > 0 && (sig == SIGTERM || sig == SIGHUP)) kill(t, sig);
     errno = saved;

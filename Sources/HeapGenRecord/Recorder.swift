@@ -121,7 +121,13 @@ public final class Recorder {
         let code = report(loop: loop, finished: finished, status: status)
         if let signal = loop.gaveUpAfterSignal {
             // The program is still running: say so last, and exit as a shell would for the signal.
-            printDiagnostic("stopped recording after signal \(signal): the program (pid \(pid)) had not exited; it runs on untraced")
+            let left = loop.untracedAtStop
+            if left.isEmpty {
+                printDiagnostic("stopped recording after signal \(signal): the program (pid \(pid)) had not exited; it runs on untraced")
+            } else {
+                printDiagnostic("stopped recording after signal \(signal): the program (pid \(pid)) had exited, "
+                    + "\(left.count == 1 ? "a process it started (pid \(left[0])) had not; it runs" : "\(left.count) processes it started (pids \(left.prefix(5).map(String.init).joined(separator: ", "))\(left.count > 5 ? ", …" : "")) had not; they run") on untraced")
+            }
             return ExitCodes.killedBy(signal: signal)
         }
         return code

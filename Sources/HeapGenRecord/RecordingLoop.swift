@@ -130,6 +130,9 @@ final class RecordingLoop {
     /// The signal after which heapgen stopped waiting for a program that did not exit
     /// (``signalGraceNanoseconds``); nil if it did not.
     private(set) var gaveUpAfterSignal: Int32?
+    /// With ``gaveUpAfterSignal`` after the program's own process had exited: the traced
+    /// processes it left running (a daemon), which run on untraced.
+    private(set) var untracedAtStop: [Int32] = []
     /// After heapgen gets SIGINT/SIGQUIT/SIGTERM/SIGHUP (the program got it too, from the
     /// terminal, or forwarded), how long it waits for the program to exit before it stops
     /// recording and lets it run on untraced. A second signal, a second or more after the
@@ -316,6 +319,12 @@ final class RecordingLoop {
             // 6. Done?
             if rootStatus != nil {
                 if hg_signal_count() != signalsAtRootExit {
+                    // The program's own process is gone (a daemon's launcher): what it
+                    // started stops being recorded, and heapgen says so.
+                    if !live.isEmpty {
+                        gaveUpAfterSignal = hg_last_signal()
+                        untracedAtStop = live.map(\.pid)
+                    }
                     stopAll()
                     break
                 }
@@ -822,6 +831,8 @@ final class RecordingLoop {
         let status: ExitStatus = rc == 1 ? (signaled != 0 ? .signaled(code) : .exited(code)) : .unknown
         rootStatus = status
         rootExitTime = monotonicNanoseconds()
+        // Reaped: its pid may be reused, so signals are no longer passed to it.
+        hg_set_forward_target(0)
         signalsAtRootExit = hg_signal_count()
         return status
     }

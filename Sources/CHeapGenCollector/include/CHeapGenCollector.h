@@ -292,15 +292,17 @@ int hg_zombie_status(pid_t pid, int *signaled, int *status);
  * file cannot be read (errno says why). */
 int hg_proc_stat(pid_t pid, int field, char *state, unsigned long long *value);
 
-/* Signals while the program runs: SIGINT and SIGQUIT ignored, SIGPIPE
- * ignored, SIGTERM and SIGHUP forwarded to `target` (async-signal-safe
- * handler; a second handler call after the target died is harmless).
- * Returns a bitmask of the signals (1<<sig) that were ignored when heapgen
- * started, so the program can inherit the same dispositions. */
+/* Signals while the program runs: SIGINT and SIGQUIT counted, SIGPIPE
+ * ignored, SIGTERM forwarded to `target` and counted, SIGHUP forwarded only
+ * (async-signal-safe handler; the target is cleared once reaped, its pid
+ * free for reuse). hg_initial_ignored_signals returns a bitmask of the
+ * signals (1<<sig) that were ignored when heapgen started, so the program
+ * can inherit the same dispositions, and keeps heapgen's initial mask. */
 unsigned hg_initial_ignored_signals(void);
 void hg_install_collector_signals(void);
 void hg_set_forward_target(pid_t target);
-/* Number of SIGINT/SIGQUIT/SIGTERM/SIGHUP deliveries seen so far. */
+/* Number of SIGINT/SIGQUIT/SIGTERM deliveries seen so far: the signals
+ * that ask heapgen to stop (SIGHUP is forwarded only). */
 unsigned hg_signal_count(void);
 /* The last of those signals (its number), 0 before any. */
 int hg_last_signal(void);

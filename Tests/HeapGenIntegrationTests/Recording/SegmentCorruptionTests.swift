@@ -115,6 +115,61 @@ final class SegmentCorruptionTests: XCTestCase {
         try checkSignalStop(signal: SIGINT, secondAfter: 1.5, expectedSeconds: 1.5)
     }
 
+    /// Waits for `path` to hold a pid; 0 after 30 s.
+    private func pid(in path: String) -> Int32 {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if let text = try? String(contentsOfFile: path, encoding: .utf8),
+               let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) { return pid }
+            usleep(10_000)
+        }
+        return 0
+    }
+
+    /// SIGHUP to heapgen is passed on and asks nothing of heapgen: a server reloads and runs
+    /// on, recorded. It started the stop timer, so the SIGTERM two seconds later (a second
+    /// signal) stopped recording at once, the server's exit status lost (probe of nginx).
+    func testSIGHUPIsPassedOnAndRecordingGoesOn() throws {
+        let exe = try Fixture.build("reload.c")
+        let dir = try TestPaths.freshDirectory("sighup")
+        let (heapgen, trace) = try HeapGenCLI.start(exe, [dir + "/pid", dir + "/reloaded"])
+        let server = pid(in: dir + "/pid")
+        defer { if server > 0 { kill(server, SIGKILL) } }
+        guard server > 0 else { heapgen.killIfRunning(); return XCTFail("the fixture never wrote its pid") }
+        XCTAssertEqual(kill(heapgen.pid, SIGHUP), 0)
+        usleep(1_500_000)
+        XCTAssertEqual(kill(heapgen.pid, SIGTERM), 0)
+        let r = heapgen.wait(timeout: 40)
+        XCTAssertFalse(r.timedOut, r.transcript)
+        XCTAssertStatus(r, 0, "the server's own status")
+        XCTAssertFalse(r.stderrText.contains("stopped recording"), r.transcript)
+        XCTAssertEqual(try String(contentsOfFile: dir + "/reloaded", encoding: .utf8), "reloaded 1\n")
+        let s = try HeapGenCLI.summary(trace)
+        XCTAssertEqual(s.endReason, "exited")
+        XCTAssertEqual(s.endStatus, 0)
+    }
+
+    /// A daemon's launcher has exited; heapgen records the daemon and gets SIGTERM. It passed
+    /// the signal to the launcher's reaped pid (which could be anyone's by then) and exited 0
+    /// without a word. Now it passes nothing on, stops, and says who runs on untraced (143).
+    func testASignalAfterTheLauncherExitedStopsAndNamesTheDaemon() throws {
+        let exe = try Fixture.build("reload.c")
+        let dir = try TestPaths.freshDirectory("daemonstop")
+        let (heapgen, trace) = try HeapGenCLI.start(exe, [dir + "/pid", dir + "/reloaded", "daemon"])
+        let daemon = pid(in: dir + "/pid")
+        defer { if daemon > 0 { kill(daemon, SIGKILL) } }
+        guard daemon > 0 else { heapgen.killIfRunning(); return XCTFail("the fixture never wrote its pid") }
+        usleep(500_000)
+        XCTAssertEqual(kill(heapgen.pid, SIGTERM), 0)
+        let r = heapgen.wait(timeout: 40)
+        XCTAssertFalse(r.timedOut, r.transcript)
+        XCTAssertStatus(r, 128 + SIGTERM, "128 + the signal, like a shell")
+        let launcher = try XCTUnwrap(try HeapGenCLI.summary(trace).processPid)
+        XCTAssertEqual(r.stderrLines.last, "heapgen: stopped recording after signal 15: the program (pid \(launcher)) had exited, "
+            + "a process it started (pid \(daemon)) had not; it runs on untraced", r.transcript)
+        XCTAssertEqual(kill(daemon, 0), 0, "the daemon runs on: the signal was heapgen's")
+    }
+
     private func checkSignalStop(signal: Int32, secondAfter: Double?, expectedSeconds: Double,
                                  file: StaticString = #filePath, line: UInt = #line) throws {
         let exe = try Fixture.build("slow.c")
