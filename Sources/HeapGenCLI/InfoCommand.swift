@@ -105,7 +105,7 @@ enum SummaryTable {
         }
         let e = s.end
         if e.producerWaits > 0 {
-            rows.append(("program waited", "\(HumanUnits.count(e.producerWaits)) times, \(e.producerWaitNanoseconds / 1_000_000) ms"))
+            rows.append(("program waited", "\(HumanUnits.plural(e.producerWaits, "time")), \(HumanUnits.duration(nanoseconds: e.producerWaitNanoseconds))"))
         }
         if e.lostEvents > 0 || s.lostEvents > 0 { rows.append(("lost events", HumanUnits.count(max(e.lostEvents, s.lostEvents)))) }
         if e.tornEvents > 0 { rows.append(("torn events", HumanUnits.count(e.tornEvents))) }

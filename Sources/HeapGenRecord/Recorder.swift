@@ -225,7 +225,7 @@ public final class Recorder {
     static func summaryLine(_ trace: FinishedTrace) -> String {
         var line = "wrote \(trace.path) (\(HumanUnits.count(trace.events)) event\(trace.events == 1 ? "" : "s"), \(HumanUnits.bytes(trace.bytes))"
         if trace.end.producerWaits > 0 {
-            line += "; the program waited \(HumanUnits.count(trace.end.producerWaits)) times for the collector, \(HumanUnits.duration(nanoseconds: trace.end.producerWaitNanoseconds)) in all"
+            line += "; the program waited \(HumanUnits.plural(trace.end.producerWaits, "time")) for the collector, \(HumanUnits.duration(nanoseconds: trace.end.producerWaitNanoseconds)) in all"
         }
         if trace.end.lostEvents > 0 {
             line += "; \(HumanUnits.count(trace.end.lostEvents)) events lost"
