@@ -242,7 +242,7 @@ static int open_segment(uint32_t origin, hg_owned_fd *conn)
 static void fork_prepare(void)
 {
     hg_fork_id = 0;
-    hg_fork_parent = getpid();
+    hg_fork_parent = g_hg.pid;  /* no system call: a seccomp sandbox may forbid getpid */
     if (g_hg_phase == 2 && hg_env_follow_fork() && hg_guard == 0 && !g_hg.hdr->detached && !hg_sandboxed()) {
         /* The live heap the child inherits is the parent's at this record. */
         if (HG_UNLIKELY(hg_thread_gen != g_hg.segment_gen))
