@@ -91,6 +91,21 @@ static inline size_t find_block(const scan_state *s, uint64_t p)
     return p < block_end(s, i) ? i : (size_t)-1;
 }
 
+/* The block a pointer to its end refers to when it is libstdc++'s `new T[0]`
+ * for a T with a destructor: an 8-byte block holding the element count, 0,
+ * and the program holds block + 8, which `delete[]` takes back (LeakSanitizer
+ * makes the same exception). Else (size_t)-1. */
+static size_t new_array_of_none(const scan_state *s, uint64_t p)
+{
+    if ((p & 15) != 8 || p < s->lo + 8) return (size_t)-1;     /* blocks are 16-aligned */
+    const size_t i = find_block(s, p - 8);
+    uint64_t count = 1;
+    if (i == (size_t)-1 || s->addrs[i] != p - 8 || s->sizes[i] != 8
+        || hg_read_remote(s->pid, p - 8, &count, sizeof count) != 0 || count != 0)
+        return (size_t)-1;
+    return i;
+}
+
 /* True if [start, end) overlaps a live block. */
 static int overlaps_block(const scan_state *s, uint64_t start, uint64_t end)
 {
@@ -177,9 +192,9 @@ static void scan_words(scan_state *s, const uint64_t *words, size_t count, uint6
             if (s->caller_slot != 0 && base + 8 * k >= s->caller_slot) s->caller_slot = 0;
             if (s->caller_slot == 0 && is_code(s, p)) s->pc = p;
         }
-        if (p < s->lo || p >= s->hi) continue;
+        if (p < s->lo || p > s->hi) continue;
         size_t i = find_block(s, p);
-        if (i == (size_t)-1) continue;
+        if (i == (size_t)-1 && (i = new_array_of_none(s, p)) == (size_t)-1) continue;
         if (s->g != NULL) {
             if (base == UINT64_MAX) graph_ref(s, s->reg_base + k, s->reg_base + (int)k, p, i);
             else graph_ref(s, base + 8 * k, -1, p, i);
