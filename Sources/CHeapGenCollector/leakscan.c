@@ -45,6 +45,7 @@ typedef struct scan_state {
     int pagemap;                /* /proc/PID/pagemap, or -1: read every page */
     uint64_t page;              /* the page size */
     int private_map;            /* the range is in a private mapping: its untouched pages are skipped */
+    int written_only;           /* read-only private mapping: only pages the program wrote are read */
 } scan_state;
 
 /* One root mapping; `allocator` marks libc's writable data (its malloc state). */
@@ -53,6 +54,7 @@ typedef struct root_region {
     uint64_t low_sp;            /* lowest stack pointer inside, or UINT64_MAX */
     int allocator;
     int private_map;            /* 'p' in its permissions (not MAP_SHARED) */
+    int sealed;                 /* readable, not writable: written to once, then protected */
     int stack_shaped;           /* anonymous, right above a no-access page (a guard) */
     uint32_t kind;              /* enum hg_root_kind, for the graph */
     int32_t tid;                /* stack: the thread whose SP is lowest inside */
@@ -227,6 +229,10 @@ static uint64_t resident_run(scan_state *s, uint64_t start, uint64_t len, uint64
 {
     *skip = 0;
     if (s->pagemap < 0 || !s->private_map) return len;
+    /* A read-only private mapping: a page the program wrote before it made it
+     * read-only (a table it sealed) is anonymous now; the file's own pages
+     * (every library's .rodata) are not, and hold no block's address. */
+    const uint64_t file_page = s->written_only ? 1ull << 61 : 0;
     uint64_t entries[SCAN_CHUNK / 4096 + 1];
     const uint64_t first = start / s->page, last = (start + len - 1) / s->page;
     uint64_t count = last - first + 1;
@@ -235,14 +241,16 @@ static uint64_t resident_run(scan_state *s, uint64_t start, uint64_t len, uint64
     if (got < 8) return len;
     count = (uint64_t)got / 8;
     const uint64_t touched = (1ull << 63) | (1ull << 62);   /* present, swapped */
+#define READ_PAGE(e) (((e) & touched) && !((e) & file_page))
     uint64_t k = 0;
-    if (!(entries[0] & touched)) {
-        while (k < count && !(entries[k] & touched)) k++;
+    if (!READ_PAGE(entries[0])) {
+        while (k < count && !READ_PAGE(entries[k])) k++;
         uint64_t next = (first + k) * s->page;
         *skip = (next > start + len ? start + len : next) - start;
         return 0;
     }
-    while (k < count && (entries[k] & touched)) k++;
+    while (k < count && READ_PAGE(entries[k])) k++;
+#undef READ_PAGE
     uint64_t end = (first + k) * s->page;
     return (end > start + len ? start + len : end) - start;
 }
@@ -669,7 +677,12 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
             if (perms[2] == 'x' && !add_code(&code, &code_count, &code_cap, start, end))
                 graph_drop(&s, 2);
         }
-        if (perms[0] != 'r' || perms[1] != 'w')
+        /* Read-only private memory is a root too, its written pages only (a
+         * table sealed with mprotect: LeakSanitizer scans a module's data by
+         * its ELF flags, whatever mprotect did since); not code, and not the
+         * kernel's [vvar]. */
+        const int sealed = perms[0] == 'r' && perms[1] != 'w' && perms[2] != 'x' && perms[3] == 'p' && *rest != '[';
+        if (perms[0] != 'r' || (perms[1] != 'w' && !sealed))
             continue;
         /* Our own segment holds the addresses of blocks; a memfd of the
          * program's that is merely named like it is the program's. */
@@ -699,6 +712,7 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
                 regions[count].low_sp = UINT64_MAX;
                 regions[count].allocator = allocator;
                 regions[count].private_map = perms[3] == 'p';
+                regions[count].sealed = sealed;
                 regions[count].stack_shaped = anonymous && above_guard && at == start;
                 regions[count].kind = kind;
                 regions[count].tid = 0;
@@ -801,7 +815,9 @@ int hg_leak_scan_graph(pid_t pid, const uint64_t *addrs, const uint64_t *sizes, 
             s.pc = caller->pc;
         }
         s.private_map = regions[k].private_map;
+        s.written_only = regions[k].sealed;
         rc = scan_range(&s, regions[k].start, regions[k].end);
+        s.written_only = 0;
         s.allocator_data = 0;
         s.stack = 0;
         result->root_bytes += result->scanned_bytes - before;
