@@ -88,7 +88,21 @@ extension GenerationAnalyzer {
                 + "after ordinary mark \(end) until the last timed mark (\(last)): the program's teardown, not judged. "
                 + "Judged the cycles up to mark \(end) (--to \(last) judges them all).")
         }
-        let globalPositions = ordinary.indices.filter { positionScope[$0] < 0 && window.contains($0) }
+        // Timed cycles in which the program made no heap event at all (it slept, or its
+        // garbage collector paused it) hold nothing to judge: they are merged into the next.
+        // With one miss tolerated, a program that grew for 20 cycles and slept through 3
+        // before it exited had no growth.
+        var idle = Set<Int>()
+        for p in 1..<Swift.max(1, markCount)
+        where window.contains(p) && positionScope[p] < 0 && allMarks[ordinary[p]].origin == .timer {
+            let records = allMarks[ordinary[p]].eventPosition &- allMarks[ordinary[p - 1]].eventPosition
+            if records == UInt64(ordinary[p] - ordinary[p - 1]) { idle.insert(p) }   // marks only
+        }
+        if !idle.isEmpty {
+            notes.append("\(HumanUnits.plural(idle.count, "timed cycle")) in which the program made no heap event "
+                + "(it slept or waited) \(idle.count == 1 ? "was" : "were") not judged: each is merged into the next.")
+        }
+        let globalPositions = ordinary.indices.filter { positionScope[$0] < 0 && window.contains($0) && !idle.contains($0) }
         let globalOrdinary = globalPositions.map { ordinary[$0] }
         let scopeOrdinary = scopes.indices.map { k in Array(ordinary[scopeStart[k]...(scopeStart[k] + scopes[k].cycles)]) }
         // Per generation: -1 = not judged, 0 = a judged cycle outside the scopes, k + 1 = a

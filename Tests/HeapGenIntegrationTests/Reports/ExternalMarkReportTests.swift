@@ -53,6 +53,20 @@ final class ExternalMarkReportTests: XCTestCase {
         XCTAssertEqual(plain.findings(function: "leak_two").map(\.kind), ["abandoned"], plain.findingsSummary)
     }
 
+    /// The same leak, then 450 ms without a heap event before the exit (a program that sleeps
+    /// or waits, a garbage collector's pause): the four idle timed cycles were judged misses,
+    /// and with one miss tolerated "No growth" was the verdict on a staircase (probe of a
+    /// Python script that grew a list, then slept). They are merged into the next now.
+    func testMarkEveryDoesNotJudgeCyclesWithoutAHeapEvent() throws {
+        let fixture = try ReportFixture.c("external.c")
+        let run = try HeapGenCLI.runJSON(fixture, ["idle", "10", "100", "450"], flags: ["--mark-every", "100ms"])
+        let r = run.report
+        XCTAssertEqual(r.findings(function: "leak_two").map(\.kind), ["abandoned"], r.findingsSummary)
+        let note = try XCTUnwrap(r.notes.first { $0.contains("in which the program made no heap event") }, "\(r.notes)")
+        let idle = try XCTUnwrap(Int(note.prefix { $0.isNumber }), note)
+        XCTAssertGreaterThanOrEqual(idle, 3, note)
+    }
+
     /// The same program started by a shell script that runs 0.5 s first: the script gets
     /// timer marks too, and its trace is written first. The report (JSON shows one) is on
     /// the program the script exec'd, with its leak; it was on the script, with none.

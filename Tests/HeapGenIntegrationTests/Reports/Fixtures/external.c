@@ -6,6 +6,9 @@
  *   external teardown CYCLES PERIOD_MS TAIL_MS
  *       the same cycles, then frees every block it kept (a server's shutdown) and
  *       runs TAIL_MS more before exiting, so that timed marks land after the teardown.
+ *   external idle CYCLES PERIOD_MS IDLE_MS
+ *       the same cycles, then IDLE_MS without a heap event (a program that sleeps,
+ *       or waits, before it exits), then exits keeping every block.
  *   external driven PIDFILE GO_FIFO DONE_FIFO CYCLES
  *       writes its pid to PIDFILE, then for each cycle reads one byte from GO_FIFO,
  *       runs the cycle and writes one byte to DONE_FIFO. No stdio.
@@ -50,7 +53,8 @@ static void add_ms(struct timespec *t, long ms) {
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 4 && (strcmp(argv[1], "timed") == 0 || strcmp(argv[1], "teardown") == 0)) {
+    if (argc >= 4 && (strcmp(argv[1], "timed") == 0 || strcmp(argv[1], "teardown") == 0
+                      || strcmp(argv[1], "idle") == 0)) {
         int cycles = atoi(argv[2]);
         long period = atol(argv[3]);
         struct timespec t;
@@ -66,6 +70,10 @@ int main(int argc, char **argv) {
         if (strcmp(argv[1], "teardown") == 0 && argc >= 5) {
             for (int k = 0; k < nkept; k++) free(kept[k]);
             nkept = 0;
+            add_ms(&t, atol(argv[4]));
+            sleep_until(&t);
+        }
+        if (strcmp(argv[1], "idle") == 0 && argc >= 5) {
             add_ms(&t, atol(argv[4]));
             sleep_until(&t);
         }
