@@ -75,16 +75,25 @@ unsigned hg_initial_ignored_signals(void) {
     return initially_ignored;
 }
 
-static void on_signal(int sig) {
+static void on_signal(int sig, siginfo_t *info, void *context) {
+    (void)context;
     int saved = errno;
     /* SIGHUP is passed on, not counted: a server reloads on it and runs on,
-     * recorded (a terminal's hangup reaches the program by itself). */
-    if (sig != SIGHUP) {
+     * recorded (a terminal's hangup reaches the program by itself). Nor is a
+     * signal heapgen was started with ignored: the program ignores it too,
+     * unless it set a handler of its own, and runs on. */
+    if (sig != SIGHUP && !((initially_ignored >> sig) & 1)) {
         signal_count++;
         last_signal = sig;
     }
+    /* SIGINT and SIGQUIT from the terminal (the kernel's, SI_KERNEL) reach the
+     * program too, in heapgen's process group; sent by a process (kill(2),
+     * SI_USER or below: a service manager's stop, a script's `kill -INT`)
+     * they were meant for the program, which is otherwise never told. */
+    const int from_process = info != NULL && info->si_code <= 0;
     pid_t t = forward_target;
-    if (t > 0 && (sig == SIGTERM || sig == SIGHUP)) kill(t, sig);
+    if (t > 0 && (sig == SIGTERM || sig == SIGHUP || ((sig == SIGINT || sig == SIGQUIT) && from_process)))
+        kill(t, sig);
     errno = saved;
 }
 
@@ -93,8 +102,8 @@ void hg_install_collector_signals(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
+    sa.sa_sigaction = on_signal;
     int caught[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
     for (size_t i = 0; i < sizeof caught / sizeof caught[0]; i++) {
         /* A signal heapgen was started with ignored stays ignored (and the
@@ -103,6 +112,17 @@ void hg_install_collector_signals(void) {
         sigaction(caught[i], &sa, NULL);
     }
     signal(SIGPIPE, SIG_IGN);
+}
+
+void hg_forward_ignored_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
+    sa.sa_sigaction = on_signal;
+    int passed[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++)
+        if (initially_ignored & (1u << passed[i])) sigaction(passed[i], &sa, NULL);
 }
 
 void hg_set_forward_target(pid_t target) { forward_target = target; }

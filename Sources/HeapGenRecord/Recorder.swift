@@ -70,6 +70,7 @@ public final class Recorder {
         let pid = try launcher.spawn(arguments: options.arguments, argv0: options.program, environment: env,
                                      keepIgnored: keepIgnored)
         hg_set_forward_target(pid)
+        hg_forward_ignored_signals()
         // Short idle sleeps should be short (the program inherited the default slack already).
         hg_set_timer_slack(10_000)
         // Each traced process costs the collector one fd (its pidfd); the

@@ -292,14 +292,20 @@ int hg_zombie_status(pid_t pid, int *signaled, int *status);
  * file cannot be read (errno says why). */
 int hg_proc_stat(pid_t pid, int field, char *state, unsigned long long *value);
 
-/* Signals while the program runs: SIGINT and SIGQUIT counted, SIGPIPE
- * ignored, SIGTERM forwarded to `target` and counted, SIGHUP forwarded only
+/* Signals while the program runs: SIGINT and SIGQUIT counted (forwarded to
+ * `target` when a process sent them), SIGPIPE ignored, SIGTERM forwarded and
+ * counted, SIGHUP forwarded only
  * (async-signal-safe handler; the target is cleared once reaped, its pid
  * free for reuse). hg_initial_ignored_signals returns a bitmask of the
  * signals (1<<sig) that were ignored when heapgen started, so the program
  * can inherit the same dispositions, and keeps heapgen's initial mask. */
 unsigned hg_initial_ignored_signals(void);
 void hg_install_collector_signals(void);
+/* Once the program is started (it inherited them ignored): the signals
+ * heapgen was started with ignored are caught too, only to be passed on
+ * when a process sends them (a non-interactive shell starts background jobs
+ * with SIGINT and SIGQUIT ignored; its `kill -INT $!` is for the program). */
+void hg_forward_ignored_signals(void);
 void hg_set_forward_target(pid_t target);
 /* Number of SIGINT/SIGQUIT/SIGTERM deliveries seen so far: the signals
  * that ask heapgen to stop (SIGHUP is forwarded only). */

@@ -149,6 +149,34 @@ final class SegmentCorruptionTests: XCTestCase {
         XCTAssertEqual(s.endStatus, 0)
     }
 
+    /// SIGINT sent to heapgen's pid by a process (a service manager's stop, a script's
+    /// `kill -INT $!`) is for the program: it was never passed on (only the terminal's reaches
+    /// the program, in heapgen's process group), so PostgreSQL never began its fast shutdown.
+    /// A non-interactive shell starts background jobs with SIGINT ignored: passed on all the same.
+    func testSIGINTFromAProcessIsPassedOn() throws {
+        let exe = try Fixture.build("reload.c")
+        let dir = try TestPaths.freshDirectory("sigint")
+        // Started by the test: SIGINT at its default in heapgen.
+        let (heapgen, _) = try HeapGenCLI.start(exe, [dir + "/pid", dir + "/reloaded"])
+        let server = pid(in: dir + "/pid")
+        defer { if server > 0 { kill(server, SIGKILL) } }
+        guard server > 0 else { heapgen.killIfRunning(); return XCTFail("the fixture never wrote its pid") }
+        XCTAssertEqual(kill(heapgen.pid, SIGINT), 0)
+        let r = heapgen.wait(timeout: 40)
+        XCTAssertFalse(r.timedOut, r.transcript)
+        XCTAssertStatus(r, 7, "the program's fast shutdown")
+        XCTAssertFalse(r.stderrText.contains("stopped recording"), r.transcript)
+
+        // A background job of a script: heapgen starts with SIGINT ignored.
+        let script = """
+            "$0" record --quiet -o "$1/trace" -- "$2" "$1/pid2" "$1/reloaded2" & job=$!
+            while [ ! -s "$1/pid2" ]; do sleep 0.05; done
+            kill -INT $job; wait $job; echo "status $?"
+            """
+        let shell = try runProcess("/bin/sh", ["-c", script, try TestPaths.heapgen(), dir, exe], timeout: 60)
+        XCTAssertEqual(shell.stdoutText, "status 7\n", shell.transcript)
+    }
+
     /// A daemon's launcher has exited; heapgen records the daemon and gets SIGTERM. It passed
     /// the signal to the launcher's reaped pid (which could be anyone's by then) and exited 0
     /// without a word. Now it passes nothing on, stops, and says who runs on untraced (143).
@@ -175,8 +203,10 @@ final class SegmentCorruptionTests: XCTestCase {
         let exe = try Fixture.build("slow.c")
         let dir = try TestPaths.freshDirectory("sigstop")
         let pidFile = dir + "/pid", doneFile = dir + "/done"
-        // heapgen does not forward SIGINT (the terminal sends it to the program): slow.c runs on.
-        let (heapgen, trace) = try HeapGenCLI.start(exe, [pidFile, doneFile, "3000"])
+        // heapgen passes the signal on (a process sent it); slow.c, exec'd by a shell that
+        // ignores it, runs on.
+        let (heapgen, trace) = try HeapGenCLI.start("/bin/sh", ["-c", "trap '' INT QUIT; exec \"$0\" \"$@\"", exe,
+                                                                pidFile, doneFile, "3000"])
         var childPid: Int32 = 0
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline && childPid == 0 {
@@ -207,8 +237,8 @@ final class SegmentCorruptionTests: XCTestCase {
                        r.transcript, file: file, line: line)
         XCTAssertEqual(kill(childPid, 0), 0, "the program still runs", file: file, line: line)
         XCTAssertFalse(FileManager.default.fileExists(atPath: doneFile), file: file, line: line)
-        // The trace is complete (strict read) and ends "collector stopped".
-        let records = try HeapGenCLI.records(trace)
+        // The program's trace (the shell exec'd it) is complete (strict read) and ends "collector stopped".
+        let records = try HeapGenCLI.records(trace + ".\(childPid).1")
         guard case let .end(end)? = records.last else { return XCTFail("no end record", file: file, line: line) }
         XCTAssertEqual(end.reason, .collectorStopped, file: file, line: line)
         let allocations = records.filter { if case .allocation = $0 { true } else { false } }.count

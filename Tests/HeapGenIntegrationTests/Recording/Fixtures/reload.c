@@ -1,7 +1,8 @@
 /*
  * reload.c: a server's signals. Writes its pid to argv[1], then waits:
  * SIGHUP reloads (one 777-byte block kept per reload, and "reloaded N" in
- * argv[2]); SIGTERM ends it, exit 0. Gives up after 30 s (exit 4).
+ * argv[2]); SIGTERM ends it, exit 0; SIGINT too, exit 7 (a fast shutdown).
+ * Gives up after 30 s (exit 4).
  * With argv[3] "daemon" it first forks, the parent exits 0 at once and the
  * child (in a session of its own) is the server.
  */
@@ -13,11 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t hangups, done;
+static volatile sig_atomic_t hangups, done, interrupted;
 void *volatile kept[64];
 
 static void on_hup(int sig) { (void)sig; hangups++; }
 static void on_term(int sig) { (void)sig; done = 1; }
+static void on_int(int sig) { (void)sig; interrupted = 1; done = 1; }
 
 static int write_file(const char *path, const char *text)
 {
@@ -39,6 +41,7 @@ int main(int argc, char **argv)
     }
     signal(SIGHUP, on_hup);
     signal(SIGTERM, on_term);
+    signal(SIGINT, on_int);
     char text[64];
     snprintf(text, sizeof text, "%d\n", (int)getpid());
     if (write_file(argv[1], text) != 0) return 3;
@@ -52,5 +55,5 @@ int main(int argc, char **argv)
             write_file(argv[2], text);
         }
     }
-    return done ? 0 : 4;
+    return interrupted ? 7 : done ? 0 : 4;
 }
