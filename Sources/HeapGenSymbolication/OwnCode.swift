@@ -214,7 +214,10 @@ public enum OwnCode {
     /// the user's module (line 0), typically a class's `__allocating_init`: when a later own
     /// frame has a line (the `Model(…)` call written by the user), that one is chosen.
     public static func firstUserFrame(_ frames: [SymbolicatedFrame]) -> Int? {
-        let own = frames.indices.filter { isOwnCode(module: frames[$0].module, function: frames[$0].function, file: frames[$0].file) }
+        let inside = wrapperInternals(frames)
+        let own = frames.indices.filter {
+            !inside.contains($0) && isOwnCode(module: frames[$0].module, function: frames[$0].function, file: frames[$0].file)
+        }
         if let library = launcherLibraryFrame(frames, own: own) { return library }
         if let first = own.first {
             if frames[first].file != nil && frames[first].line == nil,
@@ -228,6 +231,26 @@ public enum OwnCode {
             if let file = frame.file, isToolchainFile(file) { return false }
             return !(frame.function.map(isRuntimeFunction) ?? false)
         }
+    }
+
+    /// Unnamed frames that a known allocation wrapper of the same module called, directly or
+    /// through other unnamed frames (at most 3): the wrapper's own static helpers in a
+    /// stripped binary. PostgreSQL's `palloc` calls its static `AllocSetAlloc`, and every
+    /// site of a Debian postgres was `postgres+0x5c7860`, whatever called `palloc`.
+    static func wrapperInternals(_ frames: [SymbolicatedFrame]) -> Set<Int> {
+        var inside = Set<Int>()
+        var i = 0
+        while i < frames.count {
+            guard frames[i].function == nil, let module = frames[i].module else { i += 1; continue }
+            var j = i + 1
+            while j < frames.count && j - i <= 3 && frames[j].function == nil && frames[j].module == module { j += 1 }
+            if j < frames.count && j - i <= 3 && frames[j].module == module,
+               let caller = frames[j].function, isAllocationWrapper(caller) {
+                inside.formUnion(i..<j)
+            }
+            i = j
+        }
+        return inside
     }
 
     /// When the program's own code on the stack is only a launcher's entry without source
@@ -313,6 +336,14 @@ public enum OwnCode {
         "os::malloc", "os::realloc", "AllocateHeap", "ReallocateHeap", "JLI_MemAlloc", "JLI_MemRealloc", "JLI_StringDup",
         // Perl (util.c): every site of a Perl script was Perl_safesysmalloc
         "Perl_safesysmalloc", "Perl_safesyscalloc", "Perl_safesysrealloc",
+        // PostgreSQL (mcxt.c, aset.c, fe_memutils.c, guc.c): every backend site was palloc's
+        "palloc", "palloc0", "palloc_extended", "palloc_aligned", "repalloc", "repalloc0", "repalloc_huge",
+        "repalloc_extended", "MemoryContextAlloc", "MemoryContextAllocZero", "MemoryContextAllocZeroAligned",
+        "MemoryContextAllocExtended", "MemoryContextAllocHuge", "MemoryContextAllocAligned", "MemoryContextStrdup",
+        "pstrdup", "pnstrdup", "AllocSetAlloc", "AllocSetRealloc", "AllocSetContextCreateInternal",
+        "GenerationAlloc", "GenerationContextCreate", "SlabAlloc", "SlabContextCreate",
+        "pg_malloc", "pg_malloc0", "pg_malloc_extended", "pg_realloc", "pg_strdup", "guc_malloc", "guc_realloc",
+        "guc_strdup",
         // Swift runtime
         "swift_slowAlloc", "swift_allocObject",
     ]
