@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import Foundation
+import Synchronization
 
 /// A child process with its stdin on a socket (written with MSG_NOSIGNAL, so a dead child can
 /// never raise SIGPIPE in the host) and its stdout on a non-blocking socket; stderr goes to
@@ -18,6 +19,21 @@ final class ChildProcess {
     private var scratchStorage: UnsafeMutableRawPointer?
 
     enum IOResult { case progress(Int), wouldBlock, closed }
+
+    /// Children not reaped yet. heapgen often ends with `exit`, which runs no deinit: they
+    /// were left as zombies that the init process of a container may never reap (a
+    /// defunct llvm-symbolizer under PID 1 after each PostgreSQL recording).
+    private static let unreaped = Mutex<Set<pid_t>>([])
+    private static let reapAtExit: Void = { atexit { ChildProcess.reapAll() } }()
+
+    /// Kills and reaps the children still running: at exit, their work is of no more use.
+    private static func reapAll() {
+        for pid in unreaped.withLock({ set in defer { set.removeAll() }; return set }) {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        }
+    }
 
     /// Starts `executable` with `arguments` (argv[0] is the executable path). Returns nil if
     /// the process can't be started.
@@ -73,6 +89,8 @@ final class ChildProcess {
             return nil
         }
         pid = child
+        Self.reapAtExit
+        Self.unreaped.withLock { _ = $0.insert(child) }
         input = sv[0]
         output = pipeFDs[0]
         _ = fcntl(output, F_SETFL, fcntl(output, F_GETFL) | O_NONBLOCK)
@@ -142,7 +160,11 @@ final class ChildProcess {
         guard pid > 0, !reaped else { return true }
         var status: Int32 = 0
         let r = waitpid(pid, &status, WNOHANG)
-        if r == pid || (r < 0 && errno == ECHILD) { reaped = true; return true }
+        if r == pid || (r < 0 && errno == ECHILD) {
+            reaped = true
+            Self.unreaped.withLock { _ = $0.remove(pid) }
+            return true
+        }
         return false
     }
 
@@ -152,6 +174,7 @@ final class ChildProcess {
         if output >= 0 { close(output); output = -1 }
         guard pid > 0, !reaped else { return }
         reaped = true
+        defer { Self.unreaped.withLock { _ = $0.remove(pid) } }
         var status: Int32 = 0
         // Given EOF on stdin, llvm-symbolizer and addr2line exit at once.
         for _ in 0..<20 {

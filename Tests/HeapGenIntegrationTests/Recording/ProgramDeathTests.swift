@@ -7,6 +7,36 @@ import HeapGenTrace
 import XCTest
 
 final class ProgramDeathTests: XCTestCase {
+    /// heapgen leaves no process behind: the symbolizer it started to store a trace's
+    /// symbols was left unreaped when heapgen ended by `exit` after a signal, a zombie that
+    /// a container's init may never reap (probe of PostgreSQL). Checked as a subreaper would
+    /// see it: heapgen's orphans come back to the harness, which lists what is left.
+    func testNoChildOfHeapgensIsLeftBehind() throws {
+        let exe = try Fixture.build("slow.c")
+        let dir = try TestPaths.freshDirectory("orphans")
+        let harness = """
+            import ctypes, os, signal, subprocess, sys, time
+            ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
+            p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            while not os.path.exists(sys.argv[-3]): time.sleep(0.02)
+            time.sleep(0.3)
+            p.send_signal(signal.SIGTERM)
+            print("heapgen", p.wait())
+            time.sleep(0.5)
+            left = []
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try: stat = open(f"/proc/{pid}/stat").read()
+                except OSError: continue
+                if int(stat[stat.rfind(")") + 2:].split()[1]) == os.getpid(): left.append(stat[:stat.rfind(")") + 1])
+            print("left", left)
+            """
+        let r = try runProcess(try tool("python3", hint: "apt-get install -y python3"),
+                               ["-c", harness, try TestPaths.heapgen(), "record", "-o", dir + "/trace", "--",
+                                exe, dir + "/pid", dir + "/done", "3000"], timeout: 120)
+        XCTAssertStatus(r, 0)
+        XCTAssertEqual(r.stdoutText, "heapgen 143\nleft []\n", r.transcript)
+    }
+
     func testSIGKILLKeepsEveryAllocation() throws {
         try check(mode: "kill", status: 137, signal: 9, name: "SIGKILL")
     }
