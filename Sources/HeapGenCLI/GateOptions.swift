@@ -119,6 +119,21 @@ struct GateOptions: ParsableArguments {
     /// Prints the verdict to standard error (after the suppression table with
     /// --print-suppressions) and writes the baseline, JUnit, Markdown and SARIF files.
     /// A file that cannot be written: one line, exit 125.
+    /// `heapgen: git (pid 41: git prune --expire …; /tmp/t.trace.41.1):` names the image a
+    /// verdict is on, by its command line (a test binary's or a worker's arguments tell which
+    /// one it was); several images of one program with the same verdict, by their pids.
+    static func imageLine(_ reports: [Report], tracesKept: Bool) -> String {
+        let program = reports[0].program
+        let name = program.path.split(separator: "/").last.map(String.init) ?? program.path
+        guard reports.count == 1 else {
+            let pids = reports.prefix(6).map { String($0.program.pid) }.joined(separator: ", ")
+            return "heapgen: \(name) (pids \(pids)\(reports.count > 6 ? ", … \(reports.count) images" : "")): the same verdict in each:"
+        }
+        var command = ([name] + program.args.dropFirst()).joined(separator: " ")
+        if command.count > 72 { command = String(command.prefix(71)) + "…" }
+        return "heapgen: \(name) (pid \(program.pid): \(command)\(tracesKept ? "; \(reports[0].trace)" : "")):"
+    }
+
     func finish(_ verdict: GateVerdict, report: Report) throws {
         try finish([verdict], reports: [report])
     }
@@ -127,22 +142,32 @@ struct GateOptions: ParsableArguments {
     /// `reports[i]`): the first verdict's lines and every failed one's, each under a line
     /// naming its program, then one line for the other passed ones (a wrapper's helpers under
     /// `--mark-every`); the baseline holds the findings of all of them; JUnit, Markdown and
-    /// SARIF describe the first failing verdict (else the first).
-    func finish(_ verdicts: [GateVerdict], reports: [Report]) throws {
+    /// SARIF describe the first failing verdict (else the first). Failed verdicts after the
+    /// first that read the same in images of one program (a leak every forked child of a
+    /// server inherited) are one entry naming their pids. `tracesKept`: false when `run`
+    /// removed the traces, whose paths are then not named.
+    func finish(_ verdicts: [GateVerdict], reports: [Report], tracesKept: Bool = true) throws {
         guard !verdicts.isEmpty, verdicts.count == reports.count else { return }
         var lines: [String] = []
         var passedOthers: [Report] = []
+        var entries: [(reports: [Report], lines: [String])] = []
         for (i, (verdict, report)) in zip(verdicts, reports).enumerated() {
             if i > 0 && !verdict.failed {
                 passedOthers.append(report)
                 continue
             }
-            if verdicts.count > 1 {
-                let name = report.program.path.split(separator: "/").last.map(String.init) ?? report.program.path
-                lines.append("heapgen: \(name) (pid \(report.program.pid), \(report.trace)):")
+            let body = (printSuppressions ? GateMessages.suppressionTable(verdict) : []) + GateMessages.verdictLines(verdict)
+            if i > 0, let same = entries.indices.dropFirst().first(where: {
+                entries[$0].lines == body && entries[$0].reports[0].program.path == report.program.path
+            }) {
+                entries[same].reports.append(report)
+                continue
             }
-            if printSuppressions { lines += GateMessages.suppressionTable(verdict) }
-            lines += GateMessages.verdictLines(verdict)
+            entries.append(([report], body))
+        }
+        for entry in entries {
+            if verdicts.count > 1 { lines.append(Self.imageLine(entry.reports, tracesKept: tracesKept)) }
+            lines += entry.lines
         }
         if !passedOthers.isEmpty {
             lines.append("heapgen: gate passed on \(HumanUnits.plural(passedOthers.count, "more process image")): "

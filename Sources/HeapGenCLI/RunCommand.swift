@@ -167,7 +167,7 @@ struct RunCommand: ParsableCommand {
         }
         // The gate: the program has exited, so its output is complete whatever the verdict.
         if !verdicts.isEmpty {
-            try gate.finish(verdicts, reports: gated)
+            try gate.finish(verdicts, reports: gated, tracesKept: !removeTraces)
             if verdicts.contains(where: \.failed) && gate.enforcing { throw ExitCode(ExitCodes.gateFailed) }
         }
         if status != 0 { throw ExitCode(status) }

@@ -304,6 +304,23 @@ final class LeakParityTests: XCTestCase {
     /// The same child leaving with _exit(0), as children that skip their parent's cleanup
     /// do: no exit handler runs, heapgen's _exit scans (valgrind reports it too; before,
     /// nothing was scanned and the gate passed).
+    /// A block lost before three forks is lost in each child too, as LeakSanitizer and
+    /// valgrind report it in each; the gate named each child with the same lines (nine times
+    /// for a PostgreSQL server's nine processes). Children of one program with the same
+    /// verdict are one entry naming their pids; a removed trace is not named.
+    func testChildrenWithTheSameVerdictAreOneEntry() throws {
+        let exe = try Fixture.build("leakparity.c")
+        XCTAssertStatus(try runProcess(exe, ["forkinherit"]), 0)
+        let r = try HeapGenCLI.run(["run", "--quiet", "--fail-on", "leaked", "--", exe, "forkinherit"])
+        XCTAssertEqual(r.status, 23, r.transcript)
+        let grouped = r.stderrLines.filter { $0.hasPrefix("heapgen: leakparity (pids ") }
+        XCTAssertEqual(grouped.count, 1, r.stderrText)
+        XCTAssertTrue(grouped.first?.hasSuffix("): the same verdict in each:") == true, r.stderrText)
+        XCTAssertEqual(grouped.first?.split(separator: ",").count, 3, r.stderrText)
+        XCTAssertEqual(r.stderrLines.filter { $0.hasPrefix("SUMMARY: heapgen: gate failed") }.count, 2, "the parent's and the children's: \(r.stderrText)")
+        XCTAssertFalse(r.stderrText.contains("/tmp/heapgen-"), "the temporary traces are gone: \(r.stderrText)")
+    }
+
     func testAForkedChildThatLeavesWithUnderscoreExitIsJudgedToo() throws {
         try checkForkedChild("fork_exit")
     }

@@ -15,6 +15,8 @@
  *   cycle       three 32 B blocks pointing at each other in a ring: 3 leaked, 96 B
  *   ninetenths  10 blocks of 96 B from one site, one kept: 9 leaked, 864 B
  *   fork        the child leaks 200 B and exits normally; the parent leaks nothing
+ *   forkinherit like deadframe, then 3 forked children exit normally: each inherited
+ *               the lost 48 B block, and its scan finds it too
  *   fork_exit   like fork, but the child leaves with _exit(0), as forked children
  *               that skip their parent's cleanup do: still 200 B leaked
  *   traced      like fork, but the child is already ptraced by its parent (PTRACE_TRACEME)
@@ -271,6 +273,16 @@ int main(int argc, char **argv) {
             void *volatile p = one_of_ten();
             if (i == 3) keep[0] = p;
         }
+    } else if (strcmp(mode, "forkinherit") == 0) {
+        deep_frame();
+        for (int k = 0; k < 3; k++) {
+            pid_t child = fork();
+            if (child == 0) exit(0);
+            int status = 0;
+            waitpid(child, &status, 0);
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 9;
+        }
+        return 0;
     } else if (strcmp(mode, "fork") == 0 || strcmp(mode, "fork_exit") == 0) {
         keep[1] = malloc(40);
         pid_t child = fork();
