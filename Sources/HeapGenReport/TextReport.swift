@@ -177,7 +177,13 @@ public enum TextReport {
             let text = scope.name.isEmpty ? "\(scope.kind) \(step)" : "\(scope.name) \(step)"
             return text.count <= maxScopeLabel ? text : "…" + String(text.suffix(maxScopeLabel - 1))
         }
-        return truncate(label, 18)
+        // A long label keeps its last word when that is short: the timer's `every 100.0 ms #125`
+        // ends in what tells its marks apart (`every 100.0 ms #1…` was every mark past 99).
+        guard label.count > 18, let space = label.lastIndex(of: " ") else { return truncate(label, 18) }
+        let last = label[label.index(after: space)...]
+        guard !last.isEmpty, last.count <= 8 else { return truncate(label, 18) }
+        let head = label[..<space].prefix(18 - 2 - last.count).trimmingCharacters(in: .whitespaces)
+        return head + "… " + last
     }
 
     /// Width of a scope's label in the generation table.

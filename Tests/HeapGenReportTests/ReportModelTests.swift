@@ -395,6 +395,21 @@ final class TextReportTests: XCTestCase {
         XCTAssertTrue(text.contains("26 more"), text)
     }
 
+    /// The timer's labels past mark 99 were all `every 100.0 ms #1…` (probe of make -j2): a
+    /// long label keeps its short last word.
+    func testALongLabelKeepsItsLastWord() {
+        let report = ReportJSONTests.sampleReport()
+        func label(_ text: String) -> String {
+            TextReport.generationLabel(ModelReport.Generation(index: 1, label: text, allocations: 0, frees: 0, allocatedBytes: 0,
+                                                              liveObjects: 0, liveBytes: 0, persistentObjects: 0,
+                                                              persistentBytes: 0), report)
+        }
+        XCTAssertEqual(label("every 100.0 ms #125"), "every 100.0… #125")
+        XCTAssertEqual(label("every 100.0 ms #12"), "every 100.0 ms #12")
+        XCTAssertEqual(label("a very long label without a short end word"), "a very long… word")
+        XCTAssertEqual(label("request-handler-iteration-number-7"), "request-handler-i…")
+    }
+
     func testSeriesElisionAndWarmUpBar() {
         XCTAssertEqual(TextReport.series(["1", "2", "3"], warmUp: 1), "1 | 2 3")
         XCTAssertEqual(TextReport.series(["1", "2", "3"], warmUp: 0), "1 2 3")
