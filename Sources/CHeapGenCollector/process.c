@@ -97,33 +97,29 @@ static void on_signal(int sig, siginfo_t *info, void *context) {
     errno = saved;
 }
 
-void hg_install_collector_signals(void) {
-    unsigned ignored = hg_initial_ignored_signals();
+static const int caught_signals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+
+/* Catches with on_signal those of caught_signals that were (`ignored` 1) or
+ * were not (0) ignored when heapgen started. */
+static void catch_signals(int ignored) {
+    unsigned initially = hg_initial_ignored_signals();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART | SA_SIGINFO;
     sa.sa_sigaction = on_signal;
-    int caught[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
-    for (size_t i = 0; i < sizeof caught / sizeof caught[0]; i++) {
-        /* A signal heapgen was started with ignored stays ignored (and the
-         * program inherits that, as it would without heapgen). */
-        if (ignored & (1u << caught[i])) continue;
-        sigaction(caught[i], &sa, NULL);
-    }
+    for (size_t i = 0; i < sizeof caught_signals / sizeof caught_signals[0]; i++)
+        if (((initially >> caught_signals[i]) & 1) == (unsigned)ignored) sigaction(caught_signals[i], &sa, NULL);
+}
+
+void hg_install_collector_signals(void) {
+    /* A signal heapgen was started with ignored stays ignored until the
+     * program is started (it inherits that, as it would without heapgen). */
+    catch_signals(0);
     signal(SIGPIPE, SIG_IGN);
 }
 
-void hg_forward_ignored_signals(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART | SA_SIGINFO;
-    sa.sa_sigaction = on_signal;
-    int passed[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
-    for (size_t i = 0; i < sizeof passed / sizeof passed[0]; i++)
-        if (initially_ignored & (1u << passed[i])) sigaction(passed[i], &sa, NULL);
-}
+void hg_forward_ignored_signals(void) { catch_signals(1); }
 
 void hg_set_forward_target(pid_t target) { forward_target = target; }
 
