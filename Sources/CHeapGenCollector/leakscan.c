@@ -228,6 +228,9 @@ static void scan_words(scan_state *s, const uint64_t *words, size_t count, uint6
 static uint64_t resident_run(scan_state *s, uint64_t start, uint64_t len, uint64_t *skip)
 {
     *skip = 0;
+    /* Without pagemap a read-only mapping's written pages cannot be told from
+     * the file's (every library's .rodata): not read. */
+    if (s->written_only && s->pagemap < 0) { *skip = len; return 0; }
     if (s->pagemap < 0 || !s->private_map) return len;
     /* A read-only private mapping: a page the program wrote before it made it
      * read-only (a table it sealed) is anonymous now; the file's own pages
