@@ -23,7 +23,9 @@ struct RunCommand: ParsableCommand {
             messages to standard error. If the program exec'd another program, the report is \
             on the last program that process ran. If generations were marked in other \
             processes (children, a launcher's test binary), each of those with abandoned or \
-            leaked memory gets a report too; the others share one summary, a line per program.
+            leaked memory gets a report too; the others share one summary, a line per program. \
+            With a leak scan (--leaks, --fail-on leaked), so does every other process that \
+            leaked.
 
             The trace is a temporary file, removed afterwards, unless --trace names it or \
             --keep-trace keeps it.
@@ -115,7 +117,12 @@ struct RunCommand: ParsableCommand {
         // Report on the traces where generations were marked (a test binary run by a
         // launcher, a server started by a script), else on the last image of the
         // program's own process (its exec chain); the gate judges each of them.
-        let subjects = TraceSelection.subjects(root: root, written: written)
+        var subjects = TraceSelection.subjects(root: root, written: written)
+        // With a leak scan, the other images that leaked are reported too (a test binary's
+        // children, a server's workers): they were named only when a gate failed on them.
+        if options.scanLeaks {
+            subjects += written.filter { !subjects.contains($0) && TraceSelection.hasUnreachable($0) }
+        }
         var notes: [String] = []
         if subjects == [root] || subjects.count > 1 {
             // nothing to explain

@@ -197,6 +197,9 @@ final class RecordingLoop {
             }
         }
         for seg in live {
+            // A process that has exited (its status still awaited from its parent) makes no
+            // more cycles: a tick there made cycles of a child that lived a few milliseconds.
+            if seg.exited { continue }
             if let tick { seg.pendingMarks.append((tick, 1)) }
             if options.settleNanoseconds > 0, let due = seg.settleDue, now >= due + options.settleNanoseconds {
                 seg.settleDue = nil
@@ -761,6 +764,7 @@ final class RecordingLoop {
                 status = reported
             } else if entry.segment != nil {
                 // Reaped already: its parent's report may still be in a ring.
+                entry.segment?.exited = true
                 pids[entry.pid] = nil
                 pollDirty = true
                 awaitingStatus.append((entry, monotonicNanoseconds() + Self.statusWaitNanoseconds))

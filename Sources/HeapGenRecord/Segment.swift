@@ -40,6 +40,9 @@ final class Segment {
     var sequence = 0
     /// The image asked for its exit scan (`--leaks`, `--retention`), whatever came of it.
     var exitScanRequested = false
+    /// Its process has exited and been reaped; its trace waits for the exit status its
+    /// parent reports. No more collector marks go into it.
+    var exited = false
     /// For an image in a PID namespace below the collector's: its pid in each namespace from
     /// the collector's (`pid`) down to its own. Its parent's `wait` reports it by the one of
     /// the parent's namespace.

@@ -321,6 +321,28 @@ final class LeakParityTests: XCTestCase {
         XCTAssertFalse(r.stderrText.contains("/tmp/heapgen-"), "the temporary traces are gone: \(r.stderrText)")
     }
 
+    /// Children reaped by the raw wait4 system call (Go's runtime does it): their traces wait
+    /// two seconds for a status, and the timer went on marking them, so a child that lived a
+    /// millisecond had cycles, and which of six identical leaking children got a report was
+    /// chance (probe of a Go program). No mark goes into a process that has exited, and with
+    /// --leaks every image that leaked is reported, marked or not.
+    func testEveryLeakingChildIsReportedAndNoneGetsMarksAfterItsExit() throws {
+        let exe = try Fixture.build("rawreap.c")
+        XCTAssertStatus(try runProcess(exe, []), 0)
+        let dir = try TestPaths.freshDirectory("rawreap")
+        let r = try HeapGenCLI.run(["run", "--quiet", "--leaks", "--mark-every", "50ms", "--trace", dir + "/t", "--", exe])
+        XCTAssertStatus(r, 0)
+        XCTAssertEqual(r.stdoutText.components(separatedBy: "Leaked: 1 site unreachable at exit").count - 1, 4, r.stdoutText)
+        let children = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasPrefix("t.") }
+        XCTAssertEqual(children.count, 4, "\(children)")
+        for child in children {
+            let records = try HeapGenCLI.records(dir + "/" + child)
+            let scan = try XCTUnwrap(records.lastIndex { if case .unreachable = $0 { return true }; return false }, child)
+            XCTAssertFalse(records[scan...].contains { if case .mark = $0 { return true }; return false },
+                           "\(child): a mark after its exit scan")
+        }
+    }
+
     func testAForkedChildThatLeavesWithUnderscoreExitIsJudgedToo() throws {
         try checkForkedChild("fork_exit")
     }
