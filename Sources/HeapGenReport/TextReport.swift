@@ -407,7 +407,7 @@ public enum TextReport {
         lines += leakSplitLines(f, indent: "     ")
         lines += stack(f.frames, from: f.userFrame, style)
         if let n = f.stackTruncatedAt {
-            lines.append(style.dim("     " + StackCompleteness.truncated(frames: n)))
+            lines.append(style.dim("     " + StackCompleteness.truncated(frames: n, outermost: f.frames.last?.function)))
         }
         lines += retentionLines(f, style)
         return lines

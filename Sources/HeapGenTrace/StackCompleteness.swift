@@ -20,7 +20,14 @@ public enum StackCompleteness {
     /// before the default limit most often ended where the unwinder could not go on (the
     /// trace does not say which): code without unwind information, as a JIT compiler's (V8's
     /// stacks end at its first generated frame), so the limit is not blamed for it.
-    public static func truncated(frames: Int) -> String {
+    /// `outermost`: the function of the stack's outermost frame, when known. Go's runtime
+    /// calls C on its system stack (`runtime.asmcgocall`): the goroutine's Go callers lie on
+    /// another stack, where no unwinder follows.
+    public static func truncated(frames: Int, outermost: String? = nil) -> String {
+        if let outermost, outermost.hasPrefix("runtime.asmcgocall") || outermost.hasPrefix("runtime.systemstack") {
+            return "stack cut short at \(frames) frames, where Go's runtime switched to its system stack to call C "
+                + "(\(outermost)): the goroutine's Go callers are on another stack and not shown"
+        }
         if frames < defaultFrameLimit {
             return "stack cut short at \(frames) frames (its outermost callers are missing: the unwinder could not walk on, "
                 + "as in code without unwind information such as a JIT compiler's, or HEAPGEN_MAX_FRAMES set the limit to \(frames))"

@@ -69,5 +69,10 @@ final class StackCompletenessRecordTests: XCTestCase {
                        "stack truncated at 128 frames (its outermost callers are missing; HEAPGEN_MAX_FRAMES raises the limit)")
         XCTAssertTrue(StackCompleteness.truncated(frames: 6).hasPrefix("stack cut short at 6 frames (its outermost callers are missing: the unwinder could not walk on"))
         XCTAssertTrue(StackCompleteness.truncated(frames: 6).hasSuffix("or HEAPGEN_MAX_FRAMES set the limit to 6)"))
+        // A cgo call from Go (probe of a Go program: every site blamed HEAPGEN_MAX_FRAMES).
+        XCTAssertEqual(StackCompleteness.truncated(frames: 2, outermost: "runtime.asmcgocall.abi0"),
+                       "stack cut short at 2 frames, where Go's runtime switched to its system stack to call C "
+                       + "(runtime.asmcgocall.abi0): the goroutine's Go callers are on another stack and not shown")
+        XCTAssertEqual(StackCompleteness.truncated(frames: 6, outermost: "main"), StackCompleteness.truncated(frames: 6))
     }
 }
