@@ -35,13 +35,29 @@
 
 int g_hg_sandboxed;
 
-void hg_enter_sandbox(void)
+int hg_enter_sandbox(void)
 {
     if (__atomic_exchange_n(&g_hg_sandboxed, 1, __ATOMIC_ACQ_REL))
-        return;
-    hg_unwind_forbid_syscalls();
+        return 0;
+    hg_unwind_set_syscalls(0);
     if (g_hg_phase == 2 && g_hg.hdr != NULL)
         __atomic_store_n(&g_hg.hdr->sandboxed, 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/* The kernel refused the filter that hg_enter_sandbox was called for (it
+ * returned `entered`): none is in, and the shim makes its system calls
+ * again. Chromium probes with a NULL filter (EFAULT) long before it installs
+ * one; taken for a sandbox, that probe left its children untraced and told
+ * the user the program had locked itself in. */
+static void sandbox_refused(int entered)
+{
+    if (!entered)
+        return;
+    if (g_hg_phase == 2 && g_hg.hdr != NULL)
+        __atomic_store_n(&g_hg.hdr->sandboxed, 0, __ATOMIC_RELEASE);
+    hg_unwind_set_syscalls(1);
+    __atomic_store_n(&g_hg_sandboxed, 0, __ATOMIC_RELEASE);
 }
 
 /* A sleep of `ns`, or in a sandbox a spin as long. Not even a futex wait
@@ -80,9 +96,14 @@ HG_EXPORT int prctl(int option, ...)
     unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
     unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
     va_end(ap);
-    if (option == PR_SET_SECCOMP)
-        hg_enter_sandbox();
-    return (int)syscall(SYS_prctl, option, a2, a3, a4, a5);
+    const int entered = option == PR_SET_SECCOMP ? hg_enter_sandbox() : 0;
+    const long rc = syscall(SYS_prctl, option, a2, a3, a4, a5);
+    if (rc < 0) {
+        const int saved = errno;
+        sandbox_refused(entered);
+        errno = saved;
+    }
+    return (int)rc;
 }
 
 /* libseccomp loads its filters with the seccomp system call itself (not
@@ -97,6 +118,12 @@ HG_EXPORT int seccomp_load(void *ctx)
     }
     if (real == NULL)
         return -ENOSYS;
-    hg_enter_sandbox();
-    return real(ctx);
+    const int entered = hg_enter_sandbox();
+    const int rc = real(ctx);
+    if (rc != 0) {
+        const int saved = errno;
+        sandbox_refused(entered);
+        errno = saved;
+    }
+    return rc;
 }

@@ -109,7 +109,8 @@ void hg_exec_init(void);
 /* sandbox.c: 1 once the program installed a seccomp filter; from then on
  * the shim's waits make no system call (see sandbox.c). */
 extern int g_hg_sandboxed;
-void hg_enter_sandbox(void);
+/* 1 if this call entered the sandbox (0: it was in already). */
+int hg_enter_sandbox(void);
 /* Sleep about ns (in a sandbox: spin). */
 void hg_pause(uint64_t ns);
 /* sched_yield (in a sandbox: a 1 us spin). */

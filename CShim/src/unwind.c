@@ -807,8 +807,8 @@ static bool pages_readable(uintptr_t from, uintptr_t to) {
  * mapped above it. */
 static _Atomic bool hg_no_syscalls;
 
-void hg_unwind_forbid_syscalls(void) {
-    atomic_store_explicit(&hg_no_syscalls, true, memory_order_relaxed);
+void hg_unwind_set_syscalls(int allowed) {
+    atomic_store_explicit(&hg_no_syscalls, !allowed, memory_order_relaxed);
 }
 
 static inline uintptr_t main_stack_top(void) {

@@ -104,9 +104,10 @@ void hg_unwind_memo_stats(unsigned long *hits, unsigned long *left);
  * comparing (HEAPGEN_UNWIND_MEMO=0). */
 void hg_unwind_set_memo(int on);
 
-/* From now on make no system call (the program entered a seccomp sandbox):
- * stacks that would need one to be walked safely are cut there instead. */
-void hg_unwind_forbid_syscalls(void);
+/* allowed 0: from now on make no system call (the program is entering a
+ * seccomp sandbox): stacks that would need one to be walked safely are cut
+ * there instead. 1: again (the kernel refused the filter). */
+void hg_unwind_set_syscalls(int allowed);
 
 /* Treat every cached rule as stale (call after dlclose). */
 void hg_unwind_invalidate(void);

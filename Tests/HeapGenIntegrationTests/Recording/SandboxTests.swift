@@ -14,6 +14,22 @@ final class SandboxTests: XCTestCase {
     /// the program. Then: allocations from a recursion deeper than any stack reached before
     /// (checked by process_vm_readv before), a forked child (which would connect), and an exit
     /// scan with --leaks (which reads the executable for suppressions, and polls).
+    /// A filter the kernel refuses installs nothing (Chromium probes with a NULL program):
+    /// it was taken for a sandbox, the program's children ran untraced, the user was told
+    /// it had locked itself in, and with --leaks a child Chromium cloned ran the exit scan
+    /// in its parent's name and crashed the zygote.
+    func testARefusedFilterIsNoSandbox() throws {
+        let exe = try Fixture.build("sandboxed.c")
+        let native = try runProcess(exe, ["probe"])
+        XCTAssertEqual(native.stdoutText, "refused 14, child 0\n", native.transcript)
+        let rec = try HeapGenCLI.recording(exe, ["probe"], flags: ["--quiet", "--leaks"])
+        XCTAssertStatus(rec.result, 0)
+        XCTAssertEqual(rec.result.stdout, native.stdout)
+        XCTAssertEqual(rec.result.stderrLines, [], "no sandbox note, no missing scan: \(rec.result.transcript)")
+        let child = try XCTUnwrap(rec.allTraces.first { $0 != rec.trace }, "the child is traced: \(rec.allTraces)")
+        XCTAssertEqual(try HeapGenCLI.summary(child).calls("malloc"), 1)
+    }
+
     func testASandboxedProgramRunsAsItDoesNatively() throws {
         let exe = try Fixture.build("sandboxed.c")
         let native = try runProcess(exe, ["300000"], timeout: 60)

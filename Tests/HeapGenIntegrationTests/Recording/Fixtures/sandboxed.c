@@ -10,7 +10,11 @@
  *   - one block lost for good (lose_in_sandbox), 48 bytes.
  * Prints "sum S", "deep D", "child 5", "mallocs M" (its own malloc calls
  * after the sandbox) and exits 0.
+ * With argv[1] "probe" it only asks for a filter the kernel refuses (a NULL
+ * program: EFAULT, as Chromium probes for seccomp), then forks a child that
+ * allocates and exits 0; prints "refused 14, child 0".
  */
+#include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
@@ -61,7 +65,22 @@ static void __attribute__((noinline)) lose_in_sandbox(void) {
     sink = NULL;
 }
 
+static int probe(void) {
+    const int rc = prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, NULL);
+    const int why = rc == 0 ? 0 : errno;
+    pid_t child = fork();
+    if (child == 0) {
+        sink = malloc(40);
+        _exit(0);
+    }
+    int status = -1;
+    waitpid(child, &status, 0);
+    printf("refused %d, child %d\n", why, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "probe") == 0) return probe();
     long pairs = argc > 1 ? atol(argv[1]) : 200000;
     setvbuf(stdout, NULL, _IONBF, 0);
     sink = malloc(16);   /* glibc's malloc asks getrandom once, on its first call */
