@@ -98,7 +98,11 @@ extension GenerationAnalyzer {
             let records = allMarks[ordinary[p]].eventPosition &- allMarks[ordinary[p - 1]].eventPosition
             if records == UInt64(ordinary[p] - ordinary[p - 1]) { idle.insert(p) }   // marks only
         }
-        if !idle.isEmpty {
+        if totals.allocations == 0 && totals.frees == 0 && markCount > 0 {
+            // Not idle: nothing of it reached heapgen.
+            notes.append("No allocation or free of this process was recorded: its allocations did not reach heapgen "
+                + "(an allocator of its own, as Chromium's PartitionAlloc; the recording's warning names it) or it made none.")
+        } else if !idle.isEmpty {
             notes.append("\(HumanUnits.plural(idle.count, "timed cycle")) in which the program made no heap event "
                 + "(it slept or waited) \(idle.count == 1 ? "was" : "were") not judged: each is merged into the next.")
         }

@@ -11,6 +11,41 @@ final class ClassificationTests: XCTestCase {
         for b in blocks { t.free(b) }
     }
 
+    /// Idle timed cycles are merged into the next (a staircase with three idle cycles before
+    /// the exit stays one); a process of which nothing was recorded (Chromium: PartitionAlloc
+    /// owns malloc) is said to be that, not idle.
+    func testIdleTimedCyclesAreMergedAndAnEmptyTraceIsNamed() throws {
+        let t = try TraceBuilder()
+        t.alloc(size: 1_000, stack: 7)
+        t.mark("every #1", origin: .timer)
+        for cycle in 2...8 {
+            for _ in 0..<2 { _ = t.alloc(size: 48, stack: 1) }
+            t.mark("every #\(cycle)", origin: .timer)
+        }
+        for cycle in 9...11 { t.mark("every #\(cycle)", origin: .timer) }
+        let a = try t.analyze()
+        XCTAssertEqual(a.findings.map(\.kind), [.abandoned], "\(a.findings)")
+        XCTAssertTrue(a.notes.contains { $0.hasPrefix("3 timed cycles in which the program made no heap event") }, "\(a.notes)")
+        // The program's own marks: the idle cycles are judged (misses), no such note.
+        let own = try TraceBuilder()
+        own.alloc(size: 1_000, stack: 7)
+        own.mark("start")
+        for _ in 2...8 {
+            for _ in 0..<2 { _ = own.alloc(size: 48, stack: 1) }
+            own.mark("cycle")
+        }
+        for _ in 9...11 { own.mark("cycle") }
+        let b = try own.analyze()
+        XCTAssertEqual(b.findings.filter { $0.kind == .abandoned }.count, 0, "\(b.findings)")
+        XCTAssertFalse(b.notes.contains { $0.contains("no heap event") }, "\(b.notes)")
+        // Nothing recorded at all.
+        let empty = try TraceBuilder()
+        for cycle in 1...4 { empty.mark("every #\(cycle)", origin: .timer) }
+        let c = try empty.analyze()
+        XCTAssertTrue(c.notes.contains { $0.hasPrefix("No allocation or free of this process was recorded") }, "\(c.notes)")
+        XCTAssertFalse(c.notes.contains { $0.contains("slept or waited") }, "\(c.notes)")
+    }
+
     func testStaircaseIsAbandoned() throws {
         let t = try TraceBuilder()
         t.alloc(size: 1_000, stack: 7) // setup state
