@@ -127,9 +127,12 @@ struct RunCommand: ParsableCommand {
         if subjects == [root] || subjects.count > 1 {
             // nothing to explain
         } else if Self.isExecChain(subjects[0], of: root) {
-            notes.append("The program exec'd another program: this report is on the last one its process ran; \(root) has the first.")
+            // A removed temporary trace is not named.
+            notes.append("The program exec'd another program: this report is on the last one its process ran"
+                + (removeTraces ? "." : "; \(root) has the first."))
         } else {
-            notes.append("This report is on \(subjects[0]), the trace with generation marks; \(root) is the program heapgen started.")
+            notes.append(removeTraces ? "This report is on the trace with generation marks, not on the program heapgen started."
+                : "This report is on \(subjects[0]), the trace with generation marks; \(root) is the program heapgen started.")
         }
         if removeTraces {
             notes.append(written.count > 1

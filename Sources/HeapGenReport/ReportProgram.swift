@@ -69,8 +69,10 @@ extension Report {
         /// not the `redis-check-rdb` its symbolic link points to), else the executable's.
         /// A server that rewrote its title over `argv` (`nginx: worker process`,
         /// `redis-server *:6379`, `postgres: checkpointer`) is named by the title's first word.
+        /// One started as `/proc/self/exe` (Chromium's utility processes) is named by its
+        /// executable, not `exe`.
         public var name: String {
-            guard let first = args.first, !first.isEmpty else {
+            guard let first = args.first, !first.isEmpty, first != "/proc/self/exe" else {
                 return path.isEmpty ? "program" : OwnCode.baseName(path)
             }
             let whole = OwnCode.baseName(first)

@@ -452,6 +452,11 @@ final class ProgramNameTests: XCTestCase {
         XCTAssertEqual(name("/usr/bin/redis-check-rdb", ["redis-server *:6379"]), "redis-server")
         XCTAssertEqual(name("/usr/lib/postgresql/15/bin/postgres", ["postgres: checkpointer "]), "postgres")
     }
+
+    /// Chromium starts its utility processes as /proc/self/exe: they were named "exe".
+    func testAProgramStartedAsProcSelfExeIsNamedByItsExecutable() {
+        XCTAssertEqual(name("/usr/lib/chromium/chromium", ["/proc/self/exe", "--type=utility"]), "chromium")
+    }
 }
 
 final class UnnamedFrameTests: XCTestCase {

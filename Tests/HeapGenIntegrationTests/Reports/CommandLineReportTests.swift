@@ -146,6 +146,18 @@ final class CommandLineReportTests: XCTestCase {
         XCTAssertEqual(report.findings(function: "leak_session").map(\.kind), ["abandoned"], report.findingsSummary)
     }
 
+    /// A temporary trace removed at the end is not named in the notes (a note said
+    /// "/tmp/heapgen-….trace has the first" next to "the traces … have been removed").
+    func testNotesDoNotNameARemovedTrace() throws {
+        let fixture = try ReportFixture.c("sites.c")
+        let r = try HeapGenCLI.run(["run", "--quiet", "--", "/bin/sh", "-c", "exec \"$0\" leaky 4", fixture])
+        XCTAssertEqual(r.status, 0, r.transcript)
+        let notes = r.stdoutText.components(separatedBy: "\n").drop { $0 != "Notes" }
+        XCTAssertTrue(notes.contains("  - The program exec'd another program: this report is on the last one its process ran."),
+                      r.stdoutText)
+        XCTAssertFalse(notes.contains { $0.contains("heapgen-") && $0.contains(".trace") && !$0.contains("removed") }, r.stdoutText)
+    }
+
     func testKeptTraceGivesTheSameReport() throws {
         let fixture = try ReportFixture.c("sites.c")
         let run = try HeapGenCLI.runJSON(fixture, ["leaky", "8"])
