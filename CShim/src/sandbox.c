@@ -49,15 +49,17 @@ int hg_enter_sandbox(void)
  * returned `entered`): none is in, and the shim makes its system calls
  * again. Chromium probes with a NULL filter (EFAULT) long before it installs
  * one; taken for a sandbox, that probe left its children untraced and told
- * the user the program had locked itself in. */
+ * the user the program had locked itself in. errno is the call's. */
 static void sandbox_refused(int entered)
 {
     if (!entered)
         return;
+    const int saved = errno;
     if (g_hg_phase == 2 && g_hg.hdr != NULL)
         __atomic_store_n(&g_hg.hdr->sandboxed, 0, __ATOMIC_RELEASE);
     hg_unwind_set_syscalls(1);
     __atomic_store_n(&g_hg_sandboxed, 0, __ATOMIC_RELEASE);
+    errno = saved;
 }
 
 /* A sleep of `ns`, or in a sandbox a spin as long. Not even a futex wait
@@ -98,11 +100,8 @@ HG_EXPORT int prctl(int option, ...)
     va_end(ap);
     const int entered = option == PR_SET_SECCOMP ? hg_enter_sandbox() : 0;
     const long rc = syscall(SYS_prctl, option, a2, a3, a4, a5);
-    if (rc < 0) {
-        const int saved = errno;
+    if (rc < 0)
         sandbox_refused(entered);
-        errno = saved;
-    }
     return (int)rc;
 }
 
@@ -120,10 +119,7 @@ HG_EXPORT int seccomp_load(void *ctx)
         return -ENOSYS;
     const int entered = hg_enter_sandbox();
     const int rc = real(ctx);
-    if (rc != 0) {
-        const int saved = errno;
+    if (rc != 0)
         sandbox_refused(entered);
-        errno = saved;
-    }
     return rc;
 }

@@ -108,15 +108,22 @@ static size_t new_array_of_none(const scan_state *s, uint64_t p)
     return i;
 }
 
-/* True if [start, end) overlaps a live block. */
-static int overlaps_block(const scan_state *s, uint64_t start, uint64_t end)
+/* Index of the first block whose end is past `start` (s->n if none). */
+static size_t first_block_ending_after(const scan_state *s, uint64_t start)
 {
-    size_t lo = 0, hi = s->n;          /* first block whose end > start */
+    size_t lo = 0, hi = s->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (block_end(s, mid) <= start) lo = mid + 1; else hi = mid;
     }
-    return lo < s->n && s->addrs[lo] < end;
+    return lo;
+}
+
+/* True if [start, end) overlaps a live block. */
+static int overlaps_block(const scan_state *s, uint64_t start, uint64_t end)
+{
+    const size_t i = first_block_ending_after(s, start);
+    return i < s->n && s->addrs[i] < end;
 }
 
 /* Drops the graph: a partial one would be silently wrong (a missing edge
@@ -415,6 +422,18 @@ static int mmapped_chunk(const scan_state *s, size_t i, span *out)
     return 1;
 }
 
+/* Appends `x` to v[0..*n) (*cap grown as needed); 0 if out of memory (v is freed). */
+static int push_span(span **v, size_t *n, size_t *cap, span x)
+{
+    if (*n == *cap) {
+        span *grown = realloc(*v, (*cap *= 2) * sizeof **v);
+        if (grown == NULL) { free(*v); *v = NULL; return 0; }
+        *v = grown;
+    }
+    (*v)[(*n)++] = x;
+    return 1;
+}
+
 static int span_order(const void *a, const void *b)
 {
     const span *x = a, *y = b;
@@ -445,22 +464,10 @@ static int allocator_spans(const scan_state *s, uint64_t start, uint64_t end, sp
                 continue;
         }
         const uint64_t rw = arena_heap_at(s, at, end);
-        if (rw == 0) continue;
-        if (n == cap) {
-            span *g = realloc(v, (cap *= 2) * sizeof *v);
-            if (g == NULL) { free(v); return -1; }
-            v = g;
-        }
-        v[n++] = (span){ at, at + rw };
-    }
-    /* The first block whose end is past start, then each block in the mapping. */
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (block_end(s, mid) <= start) lo = mid + 1; else hi = mid;
+        if (rw != 0 && !push_span(&v, &n, &cap, (span){ at, at + rw })) return -1;
     }
     const size_t heaps = n;
-    for (size_t i = lo; i < s->n && s->addrs[i] < end; i++) {
+    for (size_t i = first_block_ending_after(s, start); i < s->n && s->addrs[i] < end; i++) {
         int covered = 0;
         for (size_t k = 0; k < heaps && !covered; k++)
             covered = s->addrs[i] >= v[k].start && s->addrs[i] < v[k].end;
@@ -468,12 +475,7 @@ static int allocator_spans(const scan_state *s, uint64_t start, uint64_t end, sp
             continue;
         span c;
         if (!mmapped_chunk(s, i, &c) || c.start < start || c.end > end) { free(v); return -1; }
-        if (n == cap) {
-            span *g = realloc(v, (cap *= 2) * sizeof *v);
-            if (g == NULL) { free(v); return -1; }
-            v = g;
-        }
-        v[n++] = c;
+        if (!push_span(&v, &n, &cap, c)) return -1;
     }
     qsort(v, n, sizeof *v, span_order);
     *out = v;

@@ -116,9 +116,6 @@ struct GateOptions: ParsableArguments {
     /// so CI can create a baseline without `|| true`.
     var enforcing: Bool { writeBaseline == nil }
 
-    /// Prints the verdict to standard error (after the suppression table with
-    /// --print-suppressions) and writes the baseline, JUnit, Markdown and SARIF files.
-    /// A file that cannot be written: one line, exit 125.
     /// `heapgen: git (pid 41: git prune --expire …; /tmp/t.trace.41.1):` names the image a
     /// verdict is on, by its command line (a test binary's or a worker's arguments tell which
     /// one it was); several images of one program with the same verdict, by their pids.
@@ -129,11 +126,14 @@ struct GateOptions: ParsableArguments {
             let pids = reports.prefix(6).map { String($0.program.pid) }.joined(separator: ", ")
             return "heapgen: \(name) (pids \(pids)\(reports.count > 6 ? ", … \(reports.count) images" : "")): the same verdict in each:"
         }
-        var command = ([name] + program.args.dropFirst()).joined(separator: " ")
+        var command = Report.Program.shellQuoted([name] + program.args.dropFirst())
         if command.count > 72 { command = String(command.prefix(71)) + "…" }
         return "heapgen: \(name) (pid \(program.pid): \(command)\(tracesKept ? "; \(reports[0].trace)" : "")):"
     }
 
+    /// Prints the verdict to standard error (after the suppression table with
+    /// --print-suppressions) and writes the baseline, JUnit, Markdown and SARIF files.
+    /// A file that cannot be written: one line, exit 125.
     func finish(_ verdict: GateVerdict, report: Report) throws {
         try finish([verdict], reports: [report])
     }

@@ -118,7 +118,7 @@ public enum JUnitWriter {
     /// Type, growth, per-cycle series and stack of a finding, for a failure's body.
     static func details(_ f: Report.Finding) -> [String] {
         var lines = ["type: \(f.typeName ?? "(malloc blocks, no Swift type)")"]
-        if f.kind == .leaked && f.cycles == 0 {
+        if f.isLeakWithoutCycles {
             lines.append(SiteText.amount(f))
         } else {
             lines += ["growth: \(SiteText.growth(f)), grew in \(f.cyclesWithGrowth) of \(f.cycles) judged cycles",

@@ -35,7 +35,7 @@ public enum MarkdownSummary {
                 let f = r.finding
                 let frame = f.userFrameValue ?? f.frames.first
                 let cells = [status(r, v), f.kind.rawValue, f.typeName.map(code) ?? "—",
-                             f.kind == .leaked && f.cycles == 0 ? "—" : cell(SiteText.growth(f).replacingOccurrences(" per cycle", "")),
+                             f.isLeakWithoutCycles ? "—" : cell(SiteText.growth(f).replacingOccurrences(" per cycle", "")),
                              ByteSize.exact(f.survivingBytes),
                              frame.map { code(SiteText.functionName($0)) + place($0) } ?? "—"]
                 lines.append("| " + cells.joined(separator: " | ") + " |")

@@ -32,7 +32,7 @@ public enum SARIFWriter {
         for r in v.failingFindings {
             let f = r.finding
             let ruleIndex = f.kind == .leaked ? 1 : 0
-            var text = f.kind == .leaked && f.cycles == 0
+            var text = f.isLeakWithoutCycles
                 ? "\(SiteText.site(f)): \(SiteText.amount(f))"
                 : "\(SiteText.site(f)): \(SiteText.growth(f)), grew in \(f.cyclesWithGrowth) of \(f.cycles) judged cycles; "
                     + "\(ByteSize.exact(f.survivingBytes)) left behind"

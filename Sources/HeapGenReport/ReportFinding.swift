@@ -59,6 +59,9 @@ extension Report {
         public var cyclesSinceOnset: Int {
             onsetCycle.map { max(0, objectsSeries.count - $0 + 1) } ?? 0
         }
+        /// A leak found at exit in a run without cycles: it has no growth to show, only what
+        /// leaked.
+        public var isLeakWithoutCycles: Bool { kind == .leaked && cycles == 0 }
         /// Leaked findings: the site's blocks unreachable at exit; `nil` (not written) for
         /// other kinds.
         public var leakedBlocks: UInt64?

@@ -338,7 +338,7 @@ public enum TextReport {
             // Count sites, not entries: one entry may show several sites with one stack.
             let sites = rest.reduce(0) { $0 + $1.sites }
             let amount: String
-            if rest.allSatisfy({ $0.finding.kind == .leaked && $0.finding.cycles == 0 }) {
+            if rest.allSatisfy(\.finding.isLeakWithoutCycles) {
                 // Leaks found at exit without cycles: what they leaked, not a growth.
                 let bytes = rest.reduce(UInt64(0)) { $0 &+ ($1.finding.leakedBytes ?? 0) }
                 amount = "\(HumanUnits.bytes(bytes)) leaked together"

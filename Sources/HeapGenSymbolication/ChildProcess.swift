@@ -161,11 +161,16 @@ final class ChildProcess {
         var status: Int32 = 0
         let r = waitpid(pid, &status, WNOHANG)
         if r == pid || (r < 0 && errno == ECHILD) {
-            reaped = true
-            Self.unreaped.withLock { _ = $0.remove(pid) }
+            noteReaped()
             return true
         }
         return false
+    }
+
+    /// The child is reaped (or about to be, by ``terminate()``): nothing is left for exit.
+    private func noteReaped() {
+        reaped = true
+        Self.unreaped.withLock { _ = $0.remove(pid) }
     }
 
     /// Closes the pipes, kills the child if it doesn't leave on its own within a moment, reaps it.
@@ -173,8 +178,7 @@ final class ChildProcess {
         closeInput()
         if output >= 0 { close(output); output = -1 }
         guard pid > 0, !reaped else { return }
-        reaped = true
-        defer { Self.unreaped.withLock { _ = $0.remove(pid) } }
+        defer { noteReaped() }
         var status: Int32 = 0
         // Given EOF on stdin, llvm-symbolizer and addr2line exit at once.
         for _ in 0..<20 {
