@@ -8,8 +8,10 @@
  *              one line of /proc/PID/maps. Just below the block, an arena
  *              holding the only pointer to a 56 B block; below that, the stack
  *              of a thread (pthread_attr_setstack) whose frame holds a 40 B
- *              block: none leaked. With "strict" as argv[2] it exits 3 when
- *              the three are not one line (under valgrind they never are)
+ *              block: none leaked. Both are placed right below the block's
+ *              chunk (MAP_FIXED_NOREPLACE). With "strict" as argv[2] it
+ *              exits 3 when the three are not one line (under valgrind they
+ *              never are)
  *   coroutine  a coroutine parked on an mmap'd stack with a guard page below;
  *              its outer frame holds empty circular list heads (each word
  *              pair pointing at itself, as a thread descriptor's header
@@ -42,7 +44,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-void *volatile keep[4];
+void *volatile keep[8];
 static volatile int ready;
 
 /* Overwrites the caller-saved registers and a stretch of stack below the
@@ -86,14 +88,38 @@ static void *hold_on_own_stack(void *arg) {
     return held;
 }
 
+/* Maps size bytes ending exactly at end, or returns NULL when something is
+ * there already (an older kernel takes the address as a hint only). */
+static void *map_below(uintptr_t end, size_t size) {
+    void *want = (void *)(end - size);
+    void *got = mmap(want, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (got == MAP_FAILED) return NULL;
+    if (got != want) { munmap(got, size); return NULL; }
+    return got;
+}
+
 static int merged(int strict) {
-    enum { ARENA = 1 << 16, STACK = 1 << 18 };
-    char *big = malloc(1 << 20);
-    keep[0] = big;
-    /* Mapped top-down: each lands right below the one before. */
-    void **arena = mmap(NULL, ARENA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    char *stack = mmap(NULL, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (arena == MAP_FAILED || stack == MAP_FAILED) return 4;
+    enum { ARENA = 1 << 16, STACK = 1 << 18, TRIES = 8 };
+    void **arena = NULL;
+    char *stack = NULL, *big = NULL;
+    /* Placed, not left to the kernel: a plain mmap lands below the lowest
+     * mapping only when no hole higher up fits, which ASLR does not promise.
+     * A block whose neighbourhood is taken stays kept (keep[] is a root). */
+    for (int i = 0; i < TRIES && stack == NULL; i++) {
+        big = malloc(1 << 20);
+        keep[i] = big;
+        uintptr_t chunk = ((uintptr_t)big - 16) & ~(uintptr_t)4095;    /* glibc's mmapped chunk */
+        if ((arena = map_below(chunk, ARENA)) == NULL) continue;
+        if ((stack = map_below((uintptr_t)arena, STACK)) == NULL) { munmap(arena, ARENA); arena = NULL; }
+    }
+    if (stack == NULL) {
+        /* Valgrind keeps the address space to itself: it refuses every
+         * placement. Unplaced mappings still test the roots, not the merge. */
+        if (strict) return 3;
+        arena = mmap(NULL, ARENA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        stack = mmap(NULL, STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (arena == MAP_FAILED || stack == MAP_FAILED) return 4;
+    }
     arena[100] = malloc(56);
     memset(arena[100], 6, 56);
     pthread_attr_t attr;
