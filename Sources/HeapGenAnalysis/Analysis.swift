@@ -54,6 +54,9 @@ public struct Analysis: Codable, Sendable, Equatable {
     /// Suppression lines the program's `__lsan_default_suppressions()` returned at exit
     /// (`heapgen record --leaks`); `nil` if it defines none.
     public var programSuppressions: String?
+    /// What heapgen warned about the process while recording it (`recordingWarning`
+    /// records): allocations it could not see. Also the first of ``notes``.
+    public var recordingWarnings: [String] = []
     /// The first frees of addresses that were not live (``StrayFreeExplainer/maxExplained``),
     /// explained; ``AnalysisTotals/untrackedFrees`` counts them all. Not encoded.
     public var strayFrees: [StrayFree] = []
@@ -71,6 +74,7 @@ public struct Analysis: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case options, totals, marks, snapshot, generations, cycles, judgedCycles, findings, sites, siteCount
         case typeRollups, typeNames, stacks, stackRecordIndices, modules, process, end, notes, programSuppressions
+        case recordingWarnings
     }
 
     init(options: AnalysisOptions, totals: AnalysisTotals, marks: [GenerationMark], snapshot: SnapshotPoint,

@@ -25,7 +25,8 @@ extension GenerationAnalyzer {
     /// memory grows with sites + marks + series points, never with sites × marks. The
     /// analyzer is not changed.
     public func finish() -> Analysis {
-        var notes: [String] = []
+        // First: what the recording could not see bounds everything below.
+        var notes = recordingWarnings.map { "While recording, heapgen warned: \($0)." }
         let warmUp = max(0, options.warmUp)
         let ordinary = marks.indices.filter { marks[$0].role == .boundary }
         let markCount = ordinary.count
@@ -98,7 +99,9 @@ extension GenerationAnalyzer {
             let records = allMarks[ordinary[p]].eventPosition &- allMarks[ordinary[p - 1]].eventPosition
             if records == UInt64(ordinary[p] - ordinary[p - 1]) { idle.insert(p) }   // marks only
         }
-        if totals.allocations == 0 && totals.frees == 0 && markCount > 0 {
+        if totals.allocations == 0 && totals.frees == 0 && markCount > 0 && !recordingWarnings.isEmpty {
+            notes.append("No allocation or free of this process was recorded.")
+        } else if totals.allocations == 0 && totals.frees == 0 && markCount > 0 {
             // Not idle: nothing of it reached heapgen.
             notes.append("No allocation or free of this process was recorded: its allocations did not reach heapgen "
                 + "(an allocator of its own, as Chromium's PartitionAlloc; the recording's warning names it) or it made none.")
@@ -472,6 +475,7 @@ extension GenerationAnalyzer {
             analysis.truncatedStacks = truncatedStacks.filter { needed.contains($0.key) }
         }
         analysis.programSuppressions = programSuppressions
+        analysis.recordingWarnings = recordingWarnings
         // The graph of the final snapshot: the last one taken at or before it; else the
         // first one after it (e.g. `--retention` at exit when the snapshot is the last mark),
         // whose blocks still live are the snapshot's survivors.

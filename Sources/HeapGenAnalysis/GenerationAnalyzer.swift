@@ -125,6 +125,8 @@ public struct GenerationAnalyzer {
     var graphs: [RetentionGraph] = []
     /// From `programSuppressions` records: the program's own LeakSanitizer suppressions.
     var programSuppressions: String?
+    /// From `recordingWarning` records.
+    var recordingWarnings: [String] = []
 
     /// Prefix-tree nodes of frames ``analyze(path:options:)`` keeps while it reads (~20 MB).
     ///
@@ -286,6 +288,8 @@ public struct GenerationAnalyzer {
             scannedUnreachable!.formUnion(addresses)
         case let .programSuppressions(text):
             programSuppressions = (programSuppressions ?? "") + text + (text.hasSuffix("\n") ? "" : "\n")
+        case let .recordingWarning(text):
+            recordingWarnings.append(text)
         case let .indirectLeaks(leaks):
             for leak in leaks { scannedOwners[leak.address] = leak.owner }
         case let .process(record):

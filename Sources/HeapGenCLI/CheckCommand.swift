@@ -41,6 +41,10 @@ struct CheckCommand: ParsableCommand {
         let incomplete = TraceSalvageLog.wasSalvaged(trace)
         let verdict = gate.judge(&result, policy: policy)
         try report.emit(result)
+        // Before the verdict, whose SUMMARY line stays the last.
+        for warning in result.recordingWarnings ?? [] {
+            standardError("heapgen: warning: the gate judged only what the recording saw: \(warning)\n")
+        }
         try gate.finish(verdict, report: result)
         if incomplete {
             standardError("heapgen: note: the gate judged an incomplete trace (its collector was killed): only the records before the cut\n")

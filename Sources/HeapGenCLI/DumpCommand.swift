@@ -75,6 +75,8 @@ struct DumpCommand: ParsableCommand {
             return "unreachable \(addresses.count) " + addresses.map(hex).joined(separator: " ")
         case let .programSuppressions(text):
             return "program_suppressions \(quoted(text))"
+        case let .recordingWarning(text):
+            return "recording_warning \(quoted(text))"
         case let .indirectLeaks(leaks):
             return "indirect \(leaks.count) " + leaks.map { "\(hex($0.address))<-\(hex($0.owner))" }.joined(separator: " ")
         case let .referenceGraph(g):

@@ -69,6 +69,7 @@ enum SummaryTable {
         rows.append(("executable", p.executable))
         if !p.arguments.isEmpty { rows.append(("arguments", Report.Program.shellQuoted(p.arguments))) }
         rows.append(("ended", endDescription(s.end)))
+        for warning in s.recordingWarnings ?? [] { rows.append(("warning", warning)) }
         rows.append(("events", HumanUnits.count(s.eventCount)))
         if s.aggregated == true {
             rows.append(("aggregated", "counts per site, size and generation (record --aggregate): calls count as malloc and free, no addresses"))

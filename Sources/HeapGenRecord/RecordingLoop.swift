@@ -604,9 +604,12 @@ final class RecordingLoop {
             return
         }
         // Allocations the shim cannot follow (CShim/src/nextalloc.c): one line per program image.
+        // Kept in the trace too, for a report or gate read from it later.
         var allocNote = [CChar](repeating: 0, count: 512)
+        var allocatorWarning: String?
         if origin != .fork && hg_segment_allocator_warning(raw, &allocNote, allocNote.count) == 1 {
-            printDiagnostic("warning: " + cString(allocNote))
+            allocatorWarning = cString(allocNote)
+            printDiagnostic("warning: " + allocatorWarning!)
         }
         var path = paths.path(pid: pid, image: image, isRoot: origin == .root)
         while usedPaths.contains(path) { // a reused pid
@@ -632,6 +635,7 @@ final class RecordingLoop {
             return
         }
         usedPaths.insert(path)
+        if let allocatorWarning { writer.recordingWarning(allocatorWarning) }
         writer.keepsSymbolInputs = options.storeSymbols
         let seg = Segment(raw: raw, origin: origin, image: image, path: path, writer: writer)
         seg.namespacePids = namespacePids

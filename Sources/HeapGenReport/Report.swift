@@ -48,6 +48,9 @@ public struct Report: Codable, Sendable, Equatable {
     /// The first frees of addresses that were not live, explained (double frees, pointers into
     /// blocks); nil (absent in JSON) when the trace has none.
     public var strayFrees: [StrayFree]? = nil
+    /// What heapgen warned about the process while recording it (an allocator whose calls
+    /// it could not see; also the first notes); nil (absent in JSON) when none.
+    public var recordingWarnings: [String]? = nil
 
     /// Creates a report (``ReportBuilder`` makes these; public for tests and tools).
     public init(trace: String, program: Program, options: Options, totals: Totals, cycles: Int,

@@ -142,6 +142,7 @@ public struct ReportBuilder {
                                           startup: startup),
             otherTraces: otherTraces, notes: notes, programSuppressions: analysis.programSuppressions)
         report.retentionScan = retentionScan
+        if !analysis.recordingWarnings.isEmpty { report.recordingWarnings = analysis.recordingWarnings }
         if !analysis.strayFrees.isEmpty {
             report.strayFrees = analysis.strayFrees.map { s in
                 Report.StrayFree(cause: s.cause, function: s.function, address: s.address, event: s.event,

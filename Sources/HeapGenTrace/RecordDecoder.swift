@@ -260,6 +260,9 @@ struct RecordDecoder {
             case RecordTag.programSuppressions:
                 try body(.programSuppressions(try c.string("program suppressions")))
 
+            case RecordTag.recordingWarning:
+                try body(.recordingWarning(try c.string("recording warning")))
+
             case RecordTag.referenceGraph:
                 let partAt = c.position
                 let code = try c.byte()

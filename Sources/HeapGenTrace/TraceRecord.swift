@@ -39,6 +39,10 @@ public enum TraceRecord: Sendable, Equatable {
     /// The text the program's `__lsan_default_suppressions()` returned at exit (LeakSanitizer's
     /// hook): suppression lines a gate honours with the user's.
     case programSuppressions(String)
+    /// A warning heapgen gave about the process while recording it (minor version 8): an
+    /// allocator whose calls never reach heapgen. Kept so that a report or a gate read from
+    /// the trace later says what the recording could not see.
+    case recordingWarning(String)
     /// The reference graph of the live heap at a scan (minor version 4; `--leaks`,
     /// `--retention`, `--retention-at`): blocks, edges between them, roots.
     case referenceGraph(ReferenceGraphRecord)
@@ -89,6 +93,8 @@ enum RecordTag {
     static let programSuppressions: UInt8 = 0x1B
     /// Minor version 4: the parts of one ``ReferenceGraphRecord``.
     static let referenceGraph: UInt8 = 0x1C
+    /// Minor version 8: a warning given while recording.
+    static let recordingWarning: UInt8 = 0x1D
     static let process: UInt8 = 0x20
     static let end: UInt8 = 0x21
     static let `extension`: UInt8 = 0x7F
@@ -99,7 +105,7 @@ enum TraceFormat {
     static let magic: [UInt8] = [0x48, 0x47, 0x54, 0x52, 0x41, 0x43, 0x45, 0x00] // "HGTRACE\0"
     static let headerSize = 16
     static let majorVersion: UInt16 = 1
-    static let minorVersion: UInt16 = 7
+    static let minorVersion: UInt16 = 8
     static let chunkHeaderSize = 8
     static let maxChunkPayload = 16 * 1024 * 1024
     /// Writers flush once this many payload bytes are pending (before compression, so a

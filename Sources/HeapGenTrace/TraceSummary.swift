@@ -80,6 +80,9 @@ public struct TraceSummary: Sendable, Codable {
     public var threadCount: Int = 0
     /// Sum of `lost` records.
     public var lostEvents: UInt64 = 0
+    /// What heapgen warned about the process while recording it (`recordingWarning`
+    /// records), e.g. an allocator whose calls it cannot see. Absent when none.
+    public var recordingWarnings: [String]?
     /// Reallocs still pending at the end (realloc(p, 0), or moved blocks never reused).
     public var pendingReallocsAtEnd: Int = 0
 
@@ -152,6 +155,7 @@ public struct TraceSummary: Sendable, Codable {
         marks = builder.marks
         threadCount = builder.threads
         lostEvents = builder.lost
+        if !builder.recordingWarnings.isEmpty { recordingWarnings = builder.recordingWarnings }
         pendingReallocsAtEnd = builder.live.pendingCount
         self.problems = problems
         unknownFrees = builder.unknownFrees
@@ -177,6 +181,7 @@ public struct TraceSummary: Sendable, Codable {
         var problemCount = 0
         var stacks = 0, threads = 0, unloads = 0, truncatedStacks = 0
         var lost: UInt64 = 0
+        var recordingWarnings: [String] = []
         var types: [UInt32: String] = [:]
         var modules: [String] = []
         var marks: [Mark] = []
@@ -259,6 +264,8 @@ public struct TraceSummary: Sendable, Codable {
                 threads += 1
             case let .lost(count):
                 lost &+= count
+            case let .recordingWarning(text):
+                recordingWarnings.append(text)
             case .unreachable, .indirectLeaks, .programSuppressions, .referenceGraph:
                 break
             case let .process(record):

@@ -556,6 +556,17 @@ public final class TraceWriter {
         endLargeRecord()
     }
 
+    /// Appends a `recordingWarning` record (minor version 8): what heapgen warned about this
+    /// process while recording it (cut to 64 KiB).
+    public func recordingWarning(_ text: String) {
+        guard writable else { return }
+        reserve(1 + Varint.maxBytes + Self.cappedCount(text))
+        buffer[position] = RecordTag.recordingWarning
+        position &+= 1
+        putString(text)
+        endLargeRecord()
+    }
+
     /// Appends a `referenceGraph` (minor version 4) as its run of part records.
     public func referenceGraph(_ graph: ReferenceGraphRecord) {
         guard writable else { return }

@@ -29,7 +29,7 @@ final class AggregateRecordTests: XCTestCase {
         let bytes = try writeTrace { try sample($0) }
         let reader = try TraceReader(bytes: bytes)
         XCTAssertTrue(reader.isAggregated)
-        XCTAssertEqual(reader.minorVersion, 7)
+        XCTAssertEqual(reader.minorVersion, 8)
         let records = try readAll(bytes)
         var live: [UInt64: (stack: UInt32, size: UInt64)] = [:]
         var untracked = 0, allocations = 0, frees = 0

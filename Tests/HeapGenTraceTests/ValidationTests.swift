@@ -77,7 +77,7 @@ final class ValidationTests: XCTestCase {
         b[8] = 2
         let e = readError(b)
         XCTAssertEqual(e?.kind, .unsupportedVersion)
-        XCTAssertEqual(e?.description, "t.trace: unsupported trace version at byte 8: format version 2.7; this heapgen reads version 1.x")
+        XCTAssertEqual(e?.description, "t.trace: unsupported trace version at byte 8: format version 2.8; this heapgen reads version 1.x")
         b = bytes
         b[9] = 1 // major 257
         XCTAssertEqual(readError(b)?.kind, .unsupportedVersion)
@@ -86,9 +86,9 @@ final class ValidationTests: XCTestCase {
         XCTAssertEqual(readError(b)?.kind, .unsupportedVersion)
         // A higher minor is accepted.
         b = bytes
-        b[10] = 7
+        b[10] = 9
         XCTAssertEqual(try readAll(b), try readAll(bytes))
-        XCTAssertEqual(try TraceReader(bytes: b).minorVersion, 7)
+        XCTAssertEqual(try TraceReader(bytes: b).minorVersion, 9)
     }
 
     func testExtensionRecordsAreSkipped() throws {

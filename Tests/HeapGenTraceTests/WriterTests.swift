@@ -45,7 +45,7 @@ final class WriterTests: XCTestCase {
         let path = dir.path("b.trace")
         let writer = try TraceWriter(path: path, process: sampleProcess)
         let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: path)))
-        XCTAssertEqual(Array(bytes.prefix(16)), Array("HGTRACE".utf8) + [0, 1, 0, 7, 0, 0, 0, 0, 0]) // 1.7: vector registers in root edges (1.6: column chunks; 1.5: compressed chunks, compact events, `aggregate`; 1.4: `referenceGraph`; 1.3: `symbols`; 1.2: `inherited`, `stackTruncated`, end reason `corrupt`, `stacksLost`)
+        XCTAssertEqual(Array(bytes.prefix(16)), Array("HGTRACE".utf8) + [0, 1, 0, 8, 0, 0, 0, 0, 0]) // 1.8: `recordingWarning` (1.7: vector registers in root edges; 1.6: column chunks; 1.5: compressed chunks, compact events, `aggregate`; 1.4: `referenceGraph`; 1.3: `symbols`; 1.2: `inherited`, `stackTruncated`, end reason `corrupt`, `stacksLost`)
         XCTAssertEqual(UInt64(bytes.count), writer.bytesWritten)
         var records: [TraceRecord] = []
         XCTAssertThrowsError(try readAll(bytes)) { XCTAssertEqual(($0 as? TraceError)?.kind, .truncated) }

@@ -88,6 +88,25 @@ final class AllocatorTests: XCTestCase {
                        + "ahead of heapgen: its allocations never reach heapgen and are not recorded")
         XCTAssertEqual(image.allocationCount, 0, "the program's allocations cannot be seen\n\(image)")
         XCTAssertTrue(image.string("process.executable")?.hasSuffix("/ownmalloc") ?? false, "\(image)")
+
+        // The trace keeps the warning: a report, info or gate read from it later gives it,
+        // and the gate does not pass in silence on what it could not see.
+        let imageTrace = try XCTUnwrap(traces.first { $0 != rec.trace })
+        let warning = String(try XCTUnwrap(warnings.first).dropFirst("heapgen: warning: ".count))
+        let info = try HeapGenCLI.info(imageTrace)
+        XCTAssertEqual(info["recordingWarnings"] as? [String], [warning], "\(info)")
+        XCTAssertNil(try HeapGenCLI.info(rec.trace)["recordingWarnings"], "sh's own malloc is glibc's")
+        let infoText = try HeapGenCLI.succeed(["info", imageTrace]).stdoutText
+        XCTAssertTrue(infoText.contains("\nwarning      \(warning)\n"), infoText)
+        let report = try HeapGenCLI.json(["report", "--format", "json", imageTrace])
+        XCTAssertEqual(report["recordingWarnings"] as? [String], [warning])
+        XCTAssertEqual((report["notes"] as? [String])?.first, "While recording, heapgen warned: \(warning).", "\(report)")
+        let check = try HeapGenCLI.run(["check", imageTrace])
+        XCTAssertStatus(check, 0)
+        XCTAssertEqual(check.stderrLines.first, "heapgen: warning: the gate judged only what the recording saw: \(warning)",
+                       check.transcript)
+        XCTAssertTrue(check.stderrLines.last?.hasPrefix("SUMMARY: heapgen: gate passed") ?? false, check.transcript)
+        XCTAssertTrue(try HeapGenCLI.succeed(["dump", imageTrace]).stdoutText.contains("recording_warning \"process \(pid): "))
     }
 
     /// jemalloc_new.cpp, linked with -ljemalloc: libjemalloc's operator new
