@@ -84,7 +84,7 @@ final class Demangler {
         var partial: [String: (full: String?, short: String?)] = [:]
         for n in names where out[n] == nil && partial[n] == nil {
             if let c = cache[n] { out[n] = c; continue }
-            if n.hasPrefix("_Z"), let cxx, let name = Self.call(n, { p, _ in cxx(p, nil, nil, nil) }) {
+            if n.hasPrefix("_Z"), let cxx, let name = Self.call(Self.withoutLLVMSuffix(n), { p, _ in cxx(p, nil, nil, nil) }) {
                 let plain = Self.rustLegacy(name) ?? name
                 out[n] = DemangledName(full: plain, short: plain)
                 continue
@@ -161,13 +161,29 @@ final class Demangler {
         return out
     }
 
+    /// `name` without the `.llvm.<digits>` LLVM appends to a function it moved between
+    /// codegen units (ThinLTO, Rust's parallel codegen): a uniquifier, not part of the name,
+    /// and one that makes libstdc++'s `__cxa_demangle` give up on a Rust name.
+    static func withoutLLVMSuffix(_ name: String) -> String {
+        guard let r = name.range(of: ".llvm.", options: .backwards),
+              !name[r.upperBound...].isEmpty, name[r.upperBound...].allSatisfy(\.isNumber) else { return name }
+        return String(name[..<r.lowerBound])
+    }
+
     /// A Rust name of the legacy mangling as an Itanium demangler leaves it
     /// (`alloc::vec::Vec$LT$T$C$A$GT$::with_capacity_in::h09af10dba97e4961`) in Rust's own
     /// form (`alloc::vec::Vec<T,A>::with_capacity_in`), as rustc-demangle writes it: the
     /// hash component dropped, `$…$` escapes and `..` decoded. Nil for any other name: the
     /// final `::h` and 16 hex digits are what marks the legacy scheme (v0 names, `_R…`,
-    /// llvm-symbolizer demangles itself).
+    /// llvm-symbolizer demangles itself). A clone's suffix, as the Itanium demangler appends
+    /// it (` (.llvm.4993115637244720344)`, a function LLVM renamed when it moved it between
+    /// codegen units), is dropped for `.llvm.` and kept otherwise, as rustc-demangle does.
     static func rustLegacy(_ name: String) -> String? {
+        if name.hasSuffix(")"), let open = name.range(of: " (.", options: .backwards) {
+            guard let base = rustLegacy(String(name[..<open.lowerBound])) else { return nil }
+            let suffix = name[open.lowerBound...]
+            return suffix.hasPrefix(" (.llvm.") ? base : base + suffix
+        }
         let hashLength = 19   // "::h" and 16 hex digits
         guard name.utf8.count > hashLength else { return nil }
         let cut = name.index(name.endIndex, offsetBy: -hashLength)

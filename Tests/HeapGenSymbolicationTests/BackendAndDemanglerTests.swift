@@ -95,6 +95,14 @@ final class BackendAndDemanglerTests: XCTestCase {
                        "std::rt::lang_start::{{closure}}")
         XCTAssertEqual(Demangler.rustLegacy("_$LT$$RF$T$u20$as$u20$core..fmt..Debug$GT$::fmt::h0123456789abcdef"),
                        "<&T as core::fmt::Debug>::fmt")
+        // A function LLVM moved between codegen units: the Itanium demangler keeps the
+        // `.llvm.` suffix as a clone's, and Rust's escapes were left undecoded behind it.
+        XCTAssertEqual(d.demangle("_ZN3std2rt10lang_start28_$u7b$$u7b$closure$u7d$$u7d$17hb6e30565f2a810ddE.llvm.4993115637244720344").full,
+                       "std::rt::lang_start::{{closure}}")
+        XCTAssertEqual(d.demangle("_ZN5alloc7raw_vec20RawVecInner$LT$A$GT$11finish_grow17h1da5c3929bbd3b48E.llvm.2972660030464805043").short,
+                       "alloc::raw_vec::RawVecInner<A>::finish_grow")
+        XCTAssertEqual(Demangler.rustLegacy("main::make::h0123456789abcdef (.constprop.0)"), "main::make (.constprop.0)")
+        XCTAssertNil(Demangler.rustLegacy("ns::f(int) (.constprop.0)"), "C++ with a clone suffix")
         // Not legacy Rust: left alone.
         for name in ["ns::Foo<int>::bar(int)", "main::h0123", "a::hxyzxyzxyzxyzxyzx", "f::h0123456789abcdef$LQ$"] {
             XCTAssertEqual(d.demangle(name).full, name)
