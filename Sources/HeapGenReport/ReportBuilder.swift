@@ -93,8 +93,9 @@ public struct ReportBuilder {
         })).prefix(Self.maxLiveSites)
 
         let t = analysis.totals
+        // Frees made: a realloc that failed (its undo matched) freed nothing, as info counts.
         let totals = Report.Totals(
-            allocations: t.allocations, frees: t.frees, allocatedBytes: t.allocatedBytes, peakBytes: t.peakBytes,
+            allocations: t.allocations, frees: t.frees &- (t.reallocUndos &- t.unmatchedReallocUndos), allocatedBytes: t.allocatedBytes, peakBytes: t.peakBytes,
             peakGeneration: t.peakGeneration, liveAtExitObjects: t.liveAtExitObjects,
             liveAtExitBytes: t.liveAtExitBytes, producerWaits: t.producerWaits,
             producerWaitNanoseconds: t.producerWaitNanoseconds, lostEvents: t.lostEvents,

@@ -44,13 +44,14 @@ public struct TraceSummary: Sendable, Codable {
     /// Per allocation function name ("malloc", "posix_memalign"...): calls and requested bytes.
     /// Functions never called are absent.
     public var allocations: [String: FunctionTotals] = [:]
-    /// Per free function name ("free", "realloc"): calls. Functions never called are absent.
+    /// Per free function name ("free", "realloc"): calls that freed a block (a realloc that
+    /// failed freed none). Functions never called are absent.
     public var frees: [String: UInt64] = [:]
     /// `free(NULL)` calls (from the end record; they are not recorded as events).
     public var freeNullCalls: UInt64 = 0
     /// alloc records, not counting blocks inherited at a fork (function `inherited`).
     public var allocationCount: UInt64 = 0
-    /// free records.
+    /// free records, less those a `reallocUndo` took back (the realloc failed).
     public var freeCount: UInt64 = 0
     /// reallocUndo records.
     public var reallocUndoCount: UInt64 = 0
@@ -232,6 +233,9 @@ public struct TraceSummary: Sendable, Codable {
                 undos &+= 1
                 let change = live.apply(.reallocUndo(address: address))
                 if let block = change.added {
+                    // The realloc failed: its old block was never freed.
+                    frees &-= 1
+                    freeCalls[Int(FreeFunction.realloc.rawValue)] &-= 1
                     if let old = change.removed {
                         badUndos &+= 1
                         liveBytes &-= old.size
