@@ -628,6 +628,39 @@ static __attribute__((noreturn)) void scan_then_exit(exit_fn real, int status)
 HG_EXPORT void _exit(int status) { scan_then_exit(real_exit_now, status); }
 HG_EXPORT void _Exit(int status) { scan_then_exit(real_exit_upper, status); }
 
+/* Ours only to give the caller's registers a live frame. The exit scan's
+ * roots on this stack begin above libc's exit() (exit_frame_top), and a
+ * pointer the calling frame kept in a callee-saved register (main's pollfd
+ * array in rbx, as sshd keeps it) is then saved below, by exit's frames, or
+ * nowhere: a false leak. Copied here, in a frame above exit's, it is a root
+ * as on the program's own stack. A call, not a jump: this frame must stay. */
+static __attribute__((noinline)) void clear_stack_below(void)
+{
+    volatile uintptr_t words[64];
+    for (int i = 0; i < 64; i++)
+        words[i] = 0;
+}
+
+HG_EXPORT __attribute__((noreturn)) void exit(int status)
+{
+#if defined(__x86_64__)
+    volatile uintptr_t regs[6];
+    __asm__ volatile("movq %%rbx, 0(%0)\n\tmovq %%rbp, 8(%0)\n\tmovq %%r12, 16(%0)\n\t"
+                     "movq %%r13, 24(%0)\n\tmovq %%r14, 32(%0)\n\tmovq %%r15, 40(%0)"
+                     : : "r"(regs) : "memory");
+#endif
+    if (libc_exit == 0)
+        find_exit_functions();      /* called from a constructor that ran before ours */
+    /* libc's exit() leaves a slot of its frame unwritten (alignment), above
+     * where the roots begin: what the program's dead frames left there
+     * would keep a lost block alive. Clear where that frame goes. */
+    clear_stack_below();
+    if (libc_exit != 0)
+        ((exit_fn)libc_exit)(status);
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+
 /* quick_exit's handlers are not given its status, and it ends in _exit inside
  * libc, not ours: announced here, then libc's runs them (and the scan's). */
 HG_EXPORT __attribute__((noreturn)) void quick_exit(int status)

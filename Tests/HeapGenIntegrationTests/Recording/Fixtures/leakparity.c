@@ -48,6 +48,9 @@
  *               it started ends the process (exit() in that thread): the leader
  *               is a zombie whose memory is read through the live thread, and
  *               its stack is dead below argv: 1 leaked, 48 B
+ *   exitreg     an 816 B array whose only pointer the function that calls
+ *               exit() keeps in a callee-saved register across its calls (sshd's
+ *               pollfd array in its accept loop): none leaked (valgrind too)
  *   none        blocks all kept in globals: none leaked
  */
 #include <signal.h>
@@ -191,6 +194,17 @@ __attribute__((noipa)) void spray_below_main(void) {
     memset(p, 8, 100);
     for (int i = 0; i < 128; i++) slots[i] = p;
     (void)slots[0];
+}
+
+/* The pointer lives in a callee-saved register across the calls, and is in
+ * that register, nowhere else, when exit() is called. */
+__attribute__((noipa, noreturn)) void exit_holding_in_register(void) {
+    struct timespec *times = calloc(102, 8);
+    times[0].tv_nsec = 1000;
+    for (int i = 0; i < 3; i++)
+        nanosleep(times, NULL);
+    scrub();
+    exit(0);
 }
 
 static void *hold_and_wait(void *arg) {
@@ -363,6 +377,8 @@ int main(int argc, char **argv) {
         waitpid(child, &status, 0);
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 9;
         exit(0);
+    } else if (strcmp(mode, "exitreg") == 0) {
+        exit_holding_in_register();
     } else if (strcmp(mode, "altstack") == 0) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
