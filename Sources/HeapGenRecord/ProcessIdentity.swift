@@ -8,6 +8,9 @@ struct ProcessIdentity {
     var executable: String
     var arguments: [String]
 
+    /// Trailing empty arguments taken for a rewritten title's padding.
+    static let titlePadding = 4
+
     /// Reads `/proc/<pid>/exe` and `/proc/<pid>/cmdline`; nil values when unreadable.
     static func read(pid: Int32) -> ProcessIdentity {
         let exe = readLink("/proc/\(pid)/exe") ?? ""
@@ -23,6 +26,12 @@ struct ProcessIdentity {
             }
             // cmdline ends with a NUL: drop the empty last piece.
             if args.last == "" { args.removeLast() }
+            // A process that rewrote its title (sshd's "sshd: [accepted]", setproctitle)
+            // NUL-filled the rest of its old arguments: a run of empty ones, which ps does
+            // not show either. A few trailing empty arguments may be the program's own.
+            var empty = 0
+            while empty < args.count - 1 && args[args.count - 1 - empty].isEmpty { empty += 1 }
+            if empty >= Self.titlePadding { args.removeLast(empty) }
         }
         return ProcessIdentity(executable: exe, arguments: args)
     }

@@ -228,5 +228,15 @@ final class LiveAtExitAndNamesReportTests: XCTestCase {
         let info = try HeapGenCLI.succeed(["info", trace]).stdoutText
         let row = try XCTUnwrap(info.components(separatedBy: "\n").first { $0.contains("arguments") }, info)
         XCTAssertTrue(row.hasSuffix("\(alias) '' 'a b' 'it'\\''s'"), row)
+
+        // A title a process rewrote in place (sshd's "sshd: [accepted]") leaves the rest of its
+        // old arguments NUL-filled: /proc shows a run of empty ones, which are not arguments.
+        // Three trailing empty arguments may be the program's own and stay.
+        for (extra, shown) in [(3, ["x", "", "", ""]), (150, ["x"])] {
+            let padded = dir + "/padded-\(extra).trace"
+            let run = try HeapGenCLI.run(["record", "-q", "-o", padded, "--", alias, "x"] + Array(repeating: "", count: extra))
+            XCTAssertEqual(run.status, 0, run.transcript)
+            XCTAssertEqual(try HeapGenCLI.report(padded).program["args"] as? [String], [alias] + shown)
+        }
     }
 }
