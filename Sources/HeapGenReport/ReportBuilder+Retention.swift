@@ -159,7 +159,7 @@ extension ReportBuilder {
                 var function = "?"
                 if e.pc != 0 {
                     let f = symbolication.frames(of: [e.pc], at: UInt64.max, timeline: timeline)
-                    if let fn = f.last?.shortFunction ?? f.last?.function { function = fn }
+                    if let fn = f.last?.shortFunction ?? f.last?.function ?? f.last?.moduleAndOffset { function = fn }
                 }
                 out[id] = Report.RetentionStep(kind: .root, name: "thread \(region.tid)'s stack in \(function)")
             case .registers:
@@ -221,9 +221,10 @@ public enum RetentionNames {
         }
     }
 
-    /// `function, file:line` of a frame (short function name, file's base name).
+    /// `function, file:line` of a frame (short function name, file's base name); a stripped
+    /// binary's frame as `module+0xOFFSET`.
     public static func site(_ frame: Report.Frame) -> String {
-        let function = frame.shortFunction ?? frame.function ?? "?"
+        let function = frame.shortFunction ?? frame.function ?? frame.moduleAndOffset ?? "?"
         guard let file = frame.file else { return function }
         let base = file.split(separator: "/").last.map(String.init) ?? file
         return frame.line.map { "\(function), \(base):\($0)" } ?? "\(function), \(base)"

@@ -460,7 +460,9 @@ public enum TextReport {
             let objects = h.leakedBlocks ?? h.survivingObjects
             let bytes = h.leakedBytes ?? h.survivingBytes
             var line = "       - " + title(h)
-            if let u = h.userFrameValue { line += " (\(RetentionNames.site(u)))" }
+            if let u = h.userFrameValue, case let site = RetentionNames.site(u), !line.hasSuffix(" " + site) {
+                line += " (\(site))"
+            }
             line += ": \(HumanUnits.plural(objects, "object")), \(HumanUnits.bytes(bytes)) (\(why))"
             lines.append(line)
             lines += leakSplitLines(h, indent: "         ")
@@ -542,13 +544,13 @@ public enum TextReport {
         return lines
     }
 
-    /// The type name, else the short function of the user frame.
+    /// The type name, else the short function of the user frame, else its `module+0xOFFSET`
+    /// (a stripped binary's: each finding its own, as the gate names it).
     static func title(_ f: Report.Finding) -> String {
         if let typeName = f.typeName { return typeName }
-        if let frame = f.userFrameValue ?? f.frames.first, let name = frame.shortFunction ?? frame.function {
-            return "blocks from " + displayFunction(name)
-        }
-        return "blocks from an unknown site"
+        guard let frame = f.userFrameValue ?? f.frames.first else { return "blocks from an unknown site" }
+        if let name = frame.shortFunction ?? frame.function { return "blocks from " + displayFunction(name) }
+        return "blocks from " + (frame.moduleAndOffset ?? Report.Frame.formatAddress(frame.address))
     }
 
     static func objectsText(_ mean: Double) -> String {

@@ -198,6 +198,18 @@ final class LeakedTextTests: XCTestCase {
         return f
     }
 
+    /// A stripped binary's sites (no function names): each finding is titled by its own
+    /// `module+0xOFFSET`, as the gate names it. Every sshd finding read "blocks from an
+    /// unknown site".
+    func testAFindingInAStrippedBinaryIsTitledByItsModuleAndOffset() {
+        var f = Self.leak(objects: 1, bytes: 816, retained: 816, address: 0x5599_0000_9ef7)
+        f.frames = [ModelReport.Frame(module: "/usr/sbin/sshd", address: 0x5599_0000_9ef7, moduleOffset: 0x99ef7),
+                    ModelReport.Frame(module: "/usr/sbin/sshd", address: 0x5599_0001_0b26, moduleOffset: 0x10b26)]
+        XCTAssertEqual(TextReport.title(f), "blocks from sshd+0x99ef7")
+        f.frames = []
+        XCTAssertEqual(TextReport.title(f), "blocks from an unknown site")
+    }
+
     /// It read "0 objects / 0 B per cycle" and "per cycle:    grew in 0 of 0 judged cycles";
     /// two sites shown as one retained the first one's bytes only.
     func testALeakWithoutCyclesShowsWhatLeakedAndTheGroupsSums() {
