@@ -57,6 +57,9 @@ public struct Analysis: Codable, Sendable, Equatable {
     /// What heapgen warned about the process while recording it (`recordingWarning`
     /// records): allocations it could not see. Also the first of ``notes``.
     public var recordingWarnings: [String] = []
+    /// Timed cycles after the warm-up in which the program made no heap event: each merged
+    /// into the next, so not in ``judgedCycles``. Not encoded.
+    public var idleCycles = 0
     /// The first frees of addresses that were not live (``StrayFreeExplainer/maxExplained``),
     /// explained; ``AnalysisTotals/untrackedFrees`` counts them all. Not encoded.
     public var strayFrees: [StrayFree] = []

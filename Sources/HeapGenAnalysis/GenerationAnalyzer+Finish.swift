@@ -109,6 +109,8 @@ extension GenerationAnalyzer {
             notes.append("\(HumanUnits.plural(idle.count, "timed cycle")) in which the program made no heap event "
                 + "(it slept or waited) \(idle.count == 1 ? "was" : "were") not judged: each is merged into the next.")
         }
+        // Merged into the next, an idle cycle after the warm-up is no judged cycle of its own.
+        let idleJudged = idle.filter { $0 - window.lowerBound > warmUp }.count
         let globalPositions = ordinary.indices.filter { positionScope[$0] < 0 && window.contains($0) && !idle.contains($0) }
         let globalOrdinary = globalPositions.map { ordinary[$0] }
         let scopeOrdinary = scopes.indices.map { k in Array(ordinary[scopeStart[k]...(scopeStart[k] + scopes[k].cycles)]) }
@@ -459,7 +461,7 @@ extension GenerationAnalyzer {
         var analysis = Analysis(
             options: keptOptions, totals: totals, marks: allMarks, snapshot: snapshot, generations: generations,
             cycles: narrowed ? max(0, window.count - 1) : cycles,
-            judgedCycles: narrowed ? max(0, window.count - 1 - warmUp) : judged, findings: findings, sites: keptSites, siteCount: sites.count,
+            judgedCycles: max(0, (narrowed ? max(0, window.count - 1 - warmUp) : judged) - idleJudged), findings: findings, sites: keptSites, siteCount: sites.count,
             typeRollups: typeRollups, typeNames: typeNames, stacks: stacks, stackRecordIndices: stackPositions,
             modules: modules,
             process: process ?? ProcessRecord(pid: 0, ppid: 0, origin: .root, executable: "", arguments: [],
@@ -476,6 +478,7 @@ extension GenerationAnalyzer {
         }
         analysis.programSuppressions = programSuppressions
         analysis.recordingWarnings = recordingWarnings
+        analysis.idleCycles = idleJudged
         // The graph of the final snapshot: the last one taken at or before it; else the
         // first one after it (e.g. `--retention` at exit when the snapshot is the last mark),
         // whose blocks still live are the snapshot's survivors.

@@ -51,6 +51,9 @@ public struct Report: Codable, Sendable, Equatable {
     /// What heapgen warned about the process while recording it (an allocator whose calls
     /// it could not see; also the first notes); nil (absent in JSON) when none.
     public var recordingWarnings: [String]? = nil
+    /// Timed cycles after the warm-up without a heap event, each merged into the next (so
+    /// `judgedCycles` leaves them out); nil (absent in JSON) when none.
+    public var idleCycles: Int? = nil
 
     /// Creates a report (``ReportBuilder`` makes these; public for tests and tools).
     public init(trace: String, program: Program, options: Options, totals: Totals, cycles: Int,

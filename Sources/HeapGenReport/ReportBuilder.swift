@@ -144,6 +144,7 @@ public struct ReportBuilder {
             otherTraces: otherTraces, notes: notes, programSuppressions: analysis.programSuppressions)
         report.retentionScan = retentionScan
         if !analysis.recordingWarnings.isEmpty { report.recordingWarnings = analysis.recordingWarnings }
+        if analysis.idleCycles > 0 { report.idleCycles = analysis.idleCycles }
         if !analysis.strayFrees.isEmpty {
             report.strayFrees = analysis.strayFrees.map { s in
                 Report.StrayFree(cause: s.cause, function: s.function, address: s.address, event: s.event,

@@ -120,7 +120,7 @@ public enum TextReport {
     // MARK: - Generations
 
     static func generationTable(_ r: Report, _ style: TextStyle) -> [String] {
-        let warm = r.cycles - r.judgedCycles
+        let warm = r.cycles - r.judgedCycles - (r.idleCycles ?? 0)
         var title = "Generations"
         if r.cycles > 0 {
             title += " (\(HumanUnits.plural(r.cycles, "cycle"))"

@@ -65,6 +65,12 @@ final class ExternalMarkReportTests: XCTestCase {
         let note = try XCTUnwrap(r.notes.first { $0.contains("in which the program made no heap event") }, "\(r.notes)")
         let idle = try XCTUnwrap(Int(note.prefix { $0.isNumber }), note)
         XCTAssertGreaterThanOrEqual(idle, 3, note)
+        // Merged, they are not judged cycles: the count says so (it said all, beside the note).
+        XCTAssertEqual(jsonInt(r.json["idleCycles"]), idle, "\(r)")
+        let cycles = try XCTUnwrap(r.cycles)
+        XCTAssertEqual(r.judgedCycles, cycles - 1 - idle, "\(r)")
+        let text = try HeapGenCLI.succeed(["report", run.trace]).stdoutText
+        XCTAssertTrue(text.contains("Generations (\(cycles) cycles, the first is warm-up)"), text)
     }
 
     /// The same program started by a shell script that runs 0.5 s first: the script gets
