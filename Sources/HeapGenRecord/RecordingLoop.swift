@@ -79,6 +79,20 @@ final class RecordingLoop {
     /// child's connection is made before fork() returns in its parent, so
     /// it is never late.
     static let graceNanoseconds: UInt64 = 100_000_000
+    /// After the root exited, how long traced processes it left running may keep
+    /// recording going before heapgen says what it waits for (a detached child, a daemon
+    /// the program started): a silent wait looks like a hang.
+    static let waitingNoticeNanoseconds: UInt64 = 2_000_000_000
+    private var saidWaiting = false
+
+    /// The one line that says heapgen waits for processes the program left running.
+    static func waitingNotice(root: Int32, left: [Int32]) -> String {
+        let pids = left.prefix(5).map(String.init).joined(separator: ", ") + (left.count > 5 ? ", …" : "")
+        let which = left.count == 1 ? "the process it left running (pid \(pids)) ends"
+                                    : "the \(left.count) processes it left running (pids \(pids)) end"
+        return "the program (pid \(root)) exited; recording goes on until \(which) "
+            + "(SIGINT or SIGTERM to heapgen stops it now)"
+    }
     /// How long a process whose end we saw, but not its status, waits for
     /// its parent's HG_K_CHILD_EXIT record (the parent reaped it at once)
     /// while that parent is traced and alive: it sends the record right
@@ -330,6 +344,10 @@ final class RecordingLoop {
                     }
                     stopAll()
                     break
+                }
+                if !live.isEmpty && !saidWaiting && monotonicNanoseconds() - rootExitTime >= Self.waitingNoticeNanoseconds {
+                    saidWaiting = true
+                    printDiagnostic(Self.waitingNotice(root: rootPid, left: live.map(\.pid)))
                 }
                 if live.isEmpty && awaitingStatus.isEmpty && pending.isEmpty {
                     let since = max(rootExitTime, lastHelloTime)

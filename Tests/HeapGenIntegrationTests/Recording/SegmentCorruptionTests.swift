@@ -198,6 +198,22 @@ final class SegmentCorruptionTests: XCTestCase {
         XCTAssertEqual(kill(daemon, 0), 0, "the daemon runs on: the signal was heapgen's")
     }
 
+    /// The program exits and leaves a traced process running (a detached child, a daemon it
+    /// started): recording goes on until that one ends, which looked like a hang (probe of
+    /// Node's detached spawn: 16 s without a word). After 2 s heapgen says whom it waits for.
+    func testWaitingForAProcessTheProgramLeftRunningIsSaid() throws {
+        let dir = try TestPaths.freshDirectory("leftrunning")
+        let trace = dir + "/t.trace"
+        let r = try HeapGenCLI.run(["record", "-q", "-o", trace, "--", "/bin/sh", "-c", "sleep 3 & echo $!"])
+        XCTAssertStatus(r, 0)
+        let sleeper = r.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        let sh = try XCTUnwrap(try HeapGenCLI.summary(trace).processPid)
+        XCTAssertEqual(r.stderrLines, ["heapgen: the program (pid \(sh)) exited; recording goes on until the process it left "
+            + "running (pid \(sleeper)) ends (SIGINT or SIGTERM to heapgen stops it now)"], r.transcript)
+        // A program that leaves nothing behind gets no such line.
+        XCTAssertEqual(try HeapGenCLI.run(["record", "-q", "-o", trace, "--", "/bin/sh", "-c", "sleep 0.1"]).stderrLines, [])
+    }
+
     private func checkSignalStop(signal: Int32, secondAfter: Double?, expectedSeconds: Double,
                                  file: StaticString = #filePath, line: UInt = #line) throws {
         let exe = try Fixture.build("slow.c")
