@@ -88,6 +88,18 @@ final class LeakOwnerTests: XCTestCase {
         XCTAssertTrue(lines.contains("SUMMARY: heapgen: 336 byte(s) leaked in 5 allocation(s)."), text.transcript)
     }
 
+    /// The gate counts leaked sites as the report lists them: the sites leaked only through
+    /// another are nested there, and counted apart here. It said "5 leaked sites" beside the
+    /// report's "Leaked: 2 sites" (probe of a C++ program with owned containers).
+    func testTheGateCountsLeakedSitesAsTheReportDoes() throws {
+        let exe = try Fixture.build("leakowner.c")
+        let run = try HeapGenCLI.run(["run", "--fail-on", "leaked", "--", exe, "chain"])
+        XCTAssertStatus(run, 23)
+        XCTAssertTrue(run.stdoutText.contains("\nLeaked: 2 sites unreachable at exit\n"), run.transcript)
+        XCTAssertEqual(run.stderrLines.last, "SUMMARY: heapgen: gate failed: 2 leaked sites (336 B in 5 blocks, "
+                       + "with 3 sites leaked only through them).", run.transcript)
+    }
+
     /// The trace's `indirectLeaks` record names the payload and its owner, the 48 B block.
     func testTheTraceRecordsEachIndirectBlocksOwner() throws {
         let exe = try Fixture.build("leakowner.c")
@@ -130,13 +142,13 @@ final class LeakOwnerTests: XCTestCase {
 
         let failed = try HeapGenCLI.run(["run", "--fail-on", "leaked", "--", exe, "owner"])
         XCTAssertStatus(failed, 23)
-        XCTAssertTrue(failed.stderrLines.contains("SUMMARY: heapgen: gate failed: 2 leaked sites (248 B in 2 blocks)."),
+        XCTAssertTrue(failed.stderrLines.contains("SUMMARY: heapgen: gate failed: 1 leaked site (248 B in 2 blocks, with 1 site leaked only through it)."),
                       failed.transcript)
 
         // In the chain, the owner's payload and its tail follow it; the cycle of make_pair does not.
         let chain = try HeapGenCLI.run(["run", "--fail-on", "leaked", "--suppressions", supp, "--", exe, "chain"])
         XCTAssertStatus(chain, 23)
-        XCTAssertEqual(chain.stderrLines.last, "SUMMARY: heapgen: gate failed: 2 leaked sites (64 B in 2 blocks); 3 suppressed.",
+        XCTAssertEqual(chain.stderrLines.last, "SUMMARY: heapgen: gate failed: 1 leaked site (64 B in 2 blocks, with 1 site leaked only through it); 3 suppressed.",
                        chain.transcript)
     }
 
