@@ -163,6 +163,7 @@ public final class Recorder {
         for trace in traces where trace.failure == nil {
             if trace.origin == .root && rootTracePath == nil { rootTracePath = trace.path } else { otherTracePaths.append(trace.path) }
         }
+        var sandboxed: [String] = []
         for trace in traces {
             if let failure = trace.failure {
                 printDiagnostic("cannot write the trace \(trace.path): \(failure)")
@@ -193,11 +194,7 @@ public final class Recorder {
             }
             // The notes below name the trace, or the process when the trace is not kept.
             let process = options.temporaryTraces ? "process \(trace.pid)" : trace.path
-            if trace.sandboxed {
-                printDiagnostic("note: \(process): the program locked itself into a seccomp sandbox, where heapgen "
-                    + "made no system calls of its own: processes it forked there ran untraced, and stacks that "
-                    + "could not be walked without one were cut short")
-            }
+            if trace.sandboxed { sandboxed.append(process) }
             if trace.missedExitScan {
                 let lost = options.scanLeaks ? "no verdict on its leaks" : "no reference graph"
                 printDiagnostic("warning: \(process): no scan at exit, so \(lost): the process ended without "
@@ -206,6 +203,7 @@ public final class Recorder {
                     + "request)")
             }
         }
+        if !sandboxed.isEmpty { printDiagnostic("note: " + Self.sandboxNote(sandboxed)) }
         let untracedForks = loop.finished.flatMap(\.untracedForks)
         if !untracedForks.isEmpty {
             printDiagnostic("note: " + Self.untracedForkNote(untracedForks))
@@ -241,6 +239,17 @@ public final class Recorder {
 
     /// The closing note for children forked by traced processes that ran untraced: the shim
     /// could not connect for them (`errors`: the errno of each, 0 when unknown).
+    /// The one note for the processes that locked themselves into a seccomp sandbox (sshd's
+    /// pre-auth child, one per connection): what heapgen does not do there, not a claim that
+    /// something was lost.
+    static func sandboxNote(_ subjects: [String]) -> String {
+        let rule = "where heapgen makes no system calls of its own: a process forked there runs untraced, "
+            + "and a stack that cannot be walked without one is cut short"
+        if subjects.count == 1 { return "\(subjects[0]): the program locked itself into a seccomp sandbox, " + rule }
+        let named = subjects.prefix(5).joined(separator: ", ") + (subjects.count > 5 ? ", …" : "")
+        return "\(subjects.count) processes locked themselves into a seccomp sandbox (\(named)), " + rule
+    }
+
     static func untracedForkNote(_ errors: [Int32]) -> String {
         let n = errors.count
         let reasons = Set(errors.filter { $0 != 0 }).sorted().map { String(cString: strerror($0)) }

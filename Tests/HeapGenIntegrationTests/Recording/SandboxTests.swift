@@ -39,9 +39,9 @@ final class SandboxTests: XCTestCase {
         XCTAssertStatus(rec.result, 0, rec.result.transcript)
         XCTAssertEqual(rec.result.stdout, native.stdout, "the program's output is its own")
         XCTAssertEqual(rec.result.stderrLines, [
-            "heapgen: note: \(rec.trace): the program locked itself into a seccomp sandbox, where heapgen made no "
-                + "system calls of its own: processes it forked there ran untraced, and stacks that could not be "
-                + "walked without one were cut short",
+            "heapgen: note: \(rec.trace): the program locked itself into a seccomp sandbox, where heapgen makes no "
+                + "system calls of its own: a process forked there runs untraced, and a stack that cannot be "
+                + "walked without one is cut short",
         ], rec.result.transcript)
         XCTAssertEqual(rec.allTraces, [rec.trace], "the child forked in the sandbox runs untraced")
 
