@@ -702,8 +702,11 @@ public enum TextReport {
 
     static func liveAtExit(_ r: Report, _ style: TextStyle) -> [String] {
         let live = r.liveAtExit
-        var lines = [style.bold("Live at exit")]
-        lines.append("  SUMMARY: heapgen: \(HumanUnits.count(live.bytes)) byte\(live.bytes == 1 ? "" : "s") live at exit in "
+        // An image that exec'd did not exit: the exec threw its heap away whole (no leak).
+        let execed = r.program.ending == .exec
+        let when = execed ? "live at the exec" : "live at exit"
+        var lines = [style.bold(execed ? "Live at the exec (which discarded it)" : "Live at exit")]
+        lines.append("  SUMMARY: heapgen: \(HumanUnits.count(live.bytes)) byte\(live.bytes == 1 ? "" : "s") \(when) in "
             + "\(HumanUnits.plural(live.objects, "allocation")).")
         // Sites that read the same (type and location) are one line.
         var merged: [(key: String, objects: UInt64, bytes: UInt64)] = []

@@ -239,4 +239,20 @@ final class LiveAtExitAndNamesReportTests: XCTestCase {
             XCTAssertEqual(try HeapGenCLI.report(padded).program["args"] as? [String], [alias] + shown)
         }
     }
+
+    /// An image that exec'd did not exit: what was live went with the exec, and the report
+    /// says so instead of listing it as live at exit (sshd's listener child: 5,031 blocks).
+    func testAnImageThatExecdSaysLiveAtTheExec() throws {
+        let dir = try TestPaths.freshDirectory("execd")
+        let trace = dir + "/t.trace"
+        let rec = try HeapGenCLI.run(["record", "-q", "-o", trace, "--", "/bin/sh", "-c", "x=$(echo a); exec /bin/true"])
+        XCTAssertStatus(rec, 0)
+        XCTAssertEqual(try HeapGenCLI.summary(trace).endReason, "execed")
+        let text = try HeapGenCLI.succeed(["report", trace]).stdoutText
+        XCTAssertTrue(text.contains("\nLive at the exec (which discarded it)\n"), text)
+        XCTAssertTrue(text.contains(" live at the exec in "), text)
+        XCTAssertFalse(text.contains("Live at exit"), text)
+        let exited = try XCTUnwrap(try HeapGenCLI.succeed(["info", trace + "." + String(try XCTUnwrap(HeapGenCLI.summary(trace).processPid)) + ".1"]).stdoutText as String?)
+        XCTAssertTrue(exited.contains("exited with status 0"), exited)
+    }
 }
