@@ -35,6 +35,14 @@ public enum ExternalMark {
                           + "(is it running under `heapgen record`, and may we read /proc/\(pid)/environ?)",
                           exitCode: ExitCodes.notRecorded)
         }
+        if collector.pid == pid {
+            // heapgen's own pid, which `$!` after `heapgen run … &` gives: name the program.
+            let children = procFile(pid, "task/\(pid)/children", limit: 1 << 16)
+                .map { String(decoding: $0, as: UTF8.self).split(separator: " ").map(String.init) } ?? []
+            let hint = children.isEmpty ? "" : "; the program it records: pid " + children.joined(separator: ", ")
+            throw Failure(description: "cannot mark process \(pid): it is heapgen itself, which records the program\(hint)",
+                          exitCode: ExitCodes.notRecorded)
+        }
         let answer = hg_ask_mark(collector.socket, collector.pid, pid, label, answerMilliseconds)
         guard answer != 0 else { return }
         let reason: String

@@ -173,6 +173,12 @@ final class ExternalMarkReportTests: XCTestCase {
             let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
             XCTAssertTrue(fds.allSatisfy { (Int($0) ?? 0) < 500 }, "heapgen keeps no descriptor in the program: \(fds)")
         }
+        // heapgen's own pid (what `$!` gives after `heapgen run … &`): it names the program.
+        let own = try HeapGenCLI.run(["mark", "\(heapgen.pid)"], timeout: 30)
+        XCTAssertEqual(own.status, 69, own.transcript)
+        XCTAssertEqual(own.stderrLines.last, "heapgen: cannot mark process \(heapgen.pid): it is heapgen itself, which "
+                       + "records the program; the program it records: pid \(pid)", own.transcript)
+
         try mark("heapgen.start")
         for k in 1...n {
             try FIFO.writeByte(go)
