@@ -71,6 +71,10 @@ struct ReportOptions: ParsableArguments {
             try ReportBuilder().build(tracePath: trace, options: analysisOptions, otherTraces: otherTraces)
         }
         report.notes += notes
+        for name in OwnCode.unmatchedAllocationFunctions() {
+            report.notes.append("--alloc-fn \(name) matched no function in the stacks (a typo, or a frame of a stripped "
+                + "binary, which has no name to match): no site was renamed by it.")
+        }
         for salvaged in reportSalvagedTraces() {
             report.notes.append("The trace \(salvaged.file) is incomplete (\(salvaged.notice)): this report covers the records before the cut.")
         }

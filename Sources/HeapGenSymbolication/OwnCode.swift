@@ -106,8 +106,17 @@ public enum OwnCode {
     /// matches every function it starts. Replaces the names given before.
     public static func setAllocationFunctions(_ names: [String]) {
         userAllocationFunctions.withLock { $0 = names.filter { !$0.isEmpty } }
+        matchedAllocationFunctions.withLock { $0.removeAll() }
         runtimeFunctions.withLock { $0.removeAll() }
     }
+
+    /// The names given to ``setAllocationFunctions(_:)`` that matched no function asked about
+    /// since: a typo, or a stripped binary's frame, which has no function name to match.
+    public static func unmatchedAllocationFunctions() -> [String] {
+        let matched = matchedAllocationFunctions.withLock { $0 }
+        return userAllocationFunctions.withLock { $0 }.filter { !matched.contains($0) }
+    }
+    private static let matchedAllocationFunctions = Mutex<Set<String>>([])
 
     /// True if `function` (demangled) is a known allocation wrapper (see the type's
     /// documentation) or one named with ``setAllocationFunctions(_:)``.
@@ -116,12 +125,15 @@ public enum OwnCode {
         if allocationWrappers.contains(String(bare)) { return true }
         for prefix in allocationWrapperPrefixes where bare.hasPrefix(prefix) { return true }
         if bare.hasPrefix("operator new") { return true }
-        return userAllocationFunctions.withLock { names in
-            names.contains { name in
+        let match = userAllocationFunctions.withLock { names in
+            names.first { name in
                 if name.hasSuffix("*") { return bare.hasPrefix(name.dropLast()) }
                 return name == function || name == bare
             }
         }
+        guard let match else { return false }
+        matchedAllocationFunctions.withLock { _ = $0.insert(match) }
+        return true
     }
 
     /// True if `function` (demangled) is allocator, runtime or standard-library plumbing,

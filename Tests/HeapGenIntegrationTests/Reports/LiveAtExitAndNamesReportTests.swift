@@ -147,6 +147,13 @@ final class LiveAtExitAndNamesReportTests: XCTestCase {
         XCTAssertTrue(diff.contains("store_session"), diff)
         let empty = try HeapGenCLI.run(["report", run.trace, "--alloc-fn", ""])
         XCTAssertEqual(empty.status, 64, empty.transcript)
+
+        // A name that matches nothing (a typo; a stripped binary's frame has no name) says so
+        // instead of changing nothing in silence; one that matched says nothing.
+        let typo = try HeapGenCLI.report(run.trace, flags: ["--alloc-fn", "my_alloc", "--alloc-fn", "my_aloc"])
+        XCTAssertEqual(typo.notes.filter { $0.hasPrefix("--alloc-fn") },
+                       ["--alloc-fn my_aloc matched no function in the stacks (a typo, or a frame of a stripped binary, "
+                        + "which has no name to match): no site was renamed by it."], "\(typo.notes)")
     }
 
     /// A place in the source reached by many stacks (a recursive function) is one live-at-exit
