@@ -295,7 +295,7 @@ public enum TextReport {
     }
 
     /// What every site of `findings` did, in words that match their numbers: `grew in every
-    /// judged cycle`, `grew in every judged cycle but at most 1`, `… from some cycle on`.
+    /// judged cycle`, `grew in every judged cycle, missing at most 1`, `… from some cycle on`.
     static func growthClaim(_ findings: [Report.Finding]) -> String {
         let misses = findings.map { f in
             f.onsetCycle == nil ? f.cycles - f.cyclesWithGrowth
@@ -303,7 +303,7 @@ public enum TextReport {
         }.max() ?? 0
         let late = findings.filter { $0.onsetCycle != nil }.count
         var text = findings.count == 1 && late == 1 ? "grew in every cycle" : "grew in every judged cycle"
-        if misses > 0 { text += " but at most \(misses)" }
+        if misses > 0 { text += ", missing at most \(misses)" }
         if late == findings.count {
             text += " from some cycle on"
         } else if late > 0 {

@@ -139,7 +139,7 @@ enum GrowthMessage {
         let sites = findings.count == 1 ? "1 site" : "\(findings.count) sites"
         // Words that match the numbers: "every judged cycle" only when no site missed one.
         let misses = findings.map { max(0, $0.cycles - $0.cyclesWithGrowth) }.max() ?? 0
-        let claim = misses == 0 ? "grew in every judged cycle" : "grew in every judged cycle but at most \(misses)"
+        let claim = misses == 0 ? "grew in every judged cycle" : "grew in every judged cycle, missing at most \(misses)"
         var out = "heapgen: \(sites) \(claim) (\(answer.cycles) cycles, \(answer.warmUp) warm-up, \(answer.judgedCycles) judged):"
         for f in findings {
             let judgedObjects = f.objectsPerCycle.suffix(max(0, f.cycles))

@@ -251,6 +251,14 @@ final class SourceSitesTests: XCTestCase {
                                    survivingObjects: UInt64(objects.dropFirst().reduce(0, +)), survivingBytes: 0)
     }
 
+    /// A site that missed a cycle: "missing at most 1" (it read "grew in every judged cycle
+    /// but at most 1", probe of Perl scripts).
+    func testGrowthClaimNamesTheMissedCycles() {
+        XCTAssertEqual(TextReport.growthClaim([Self.finding(.abandoned, objects: [1, 1, 1, 1, 1])]), "grew in every judged cycle")
+        XCTAssertEqual(TextReport.growthClaim([Self.finding(.abandoned, objects: [1, 1, 0, 1, 1])]),
+                       "grew in every judged cycle, missing at most 1")
+    }
+
     /// Symbolicated frames of a stack through `leak_session` (line 32, `column`) called from main.
     static func frames(address: UInt64, column: Int = 5, function: String? = "leak_session") -> [ModelReport.Frame] {
         finding(.abandoned, objects: [1], column: column, address: address, function: function).frames
