@@ -11,7 +11,9 @@ struct MarkCommand: ParsableCommand {
         discussion: """
             For programs you cannot change: run one push/pop cycle (open and close \
             a screen, send a request), then `heapgen mark PID`. The mark is ordered \
-            with the program's own allocations. Exits 69 if PID is not being recorded.
+            with the program's own allocations. Mark once before the first cycle \
+            too: what that cycle fills (a cache) is then told apart from start-up. \
+            Exits 69 if PID is not being recorded (or is heapgen itself).
             """
     )
 
