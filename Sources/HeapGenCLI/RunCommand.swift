@@ -134,18 +134,18 @@ struct RunCommand: ParsableCommand {
             notes.append(removeTraces ? "This report is on the trace with generation marks, not on the program heapgen started."
                 : "This report is on \(subjects[0]), the trace with generation marks; \(root) is the program heapgen started.")
         }
-        if removeTraces {
-            notes.append(written.count > 1
-                ? "The \(written.count) traces of this recording (one per process image) were temporary files and have been removed (--keep-trace or --trace keeps them)."
-                : "The trace was a temporary file and has been removed (--keep-trace or --trace keeps it).")
-        }
+        // Said of the whole recording: once, in the last report.
+        let removal = !removeTraces ? nil : written.count > 1
+            ? "The \(written.count) traces of this recording (one per process image) were temporary files and have been removed (--keep-trace or --trace keeps them)."
+            : "The trace was a temporary file and has been removed (--keep-trace or --trace keeps it)."
         var results: [Report] = []
         for subject in subjects {
             do {
                 // Removed traces are not listed: nothing could report on them.
+                let last = subject == subjects.last
                 results.append(try report.makeReport(trace: subject,
                                                      otherTraces: removeTraces ? [] : written.filter { $0 != subject },
-                                                     notes: notes))
+                                                     notes: notes + (last ? removal.map { [$0] } ?? [] : [])))
             } catch {
                 standardError("heapgen: cannot report on \(subject): \(error)\n")
                 throw ExitCode(ExitCodes.heapgenFailed)

@@ -248,6 +248,18 @@ final class LeakParityTests: XCTestCase {
         try check(["exitreg"], expected: Verdict(blocks: 0, bytes: 0))
     }
 
+    /// Two images leak (the program and a forked child): both are reported, and what is said
+    /// of the whole recording (its temporary traces removed) is said once, at the end, not
+    /// in each report (probe of sshd: once per image).
+    func testARecordingsNoteIsSaidOnceForSeveralReports() throws {
+        let exe = try Fixture.build("leakparity.c")
+        let run = try HeapGenCLI.run(["run", "--leaks", "--", exe, "fork"])
+        XCTAssertStatus(run, 0)
+        XCTAssertEqual(run.stdoutText.components(separatedBy: "heapgen: leakparity (pid ").count - 1, 2, run.stdoutText)
+        XCTAssertEqual(run.stdoutText.components(separatedBy: "were temporary files and have been removed").count - 1, 1,
+                       run.stdoutText)
+    }
+
     /// quick_exit() runs the at_quick_exit handlers and then _exit inside libc: no atexit
     /// handler and no call of our _exit. The scan runs among those handlers (before, no
     /// scan ran at all: "no verdict on its leaks"), with quick_exit's frames no roots.
