@@ -3,7 +3,7 @@
  * result is wrong (the test names the code). Expected (see the test):
  *   malloc 4 calls / 74 B, calloc 2 / 121, realloc 4 / 5170,
  *   reallocarray 2 / 240, posix_memalign 1 / 100, aligned_alloc 1 / 128,
- *   memalign 1 / 50, valloc 1 / 100, pvalloc 1 / 100;
+ *   memalign 1 / 50, valloc 1 / 100, pvalloc 1 / a page (it rounds 100 up);
  *   frees: free 9, realloc 4; free(NULL) 3;
  *   live at exit: 4 blocks, 22 + 21 + 5000 + 50 = 5093 bytes. */
 #include <errno.h>
