@@ -237,8 +237,6 @@ public final class Recorder {
     public static let minRingSlots = 1024
     public static let maxRingSlots = 1 << 26
 
-    /// The closing note for children forked by traced processes that ran untraced: the shim
-    /// could not connect for them (`errors`: the errno of each, 0 when unknown).
     /// The one note for the processes that locked themselves into a seccomp sandbox (sshd's
     /// pre-auth child, one per connection): what heapgen does not do there, not a claim that
     /// something was lost.
@@ -250,6 +248,8 @@ public final class Recorder {
         return "\(subjects.count) processes locked themselves into a seccomp sandbox (\(named)), " + rule
     }
 
+    /// The closing note for children forked by traced processes that ran untraced: the shim
+    /// could not connect for them (`errors`: the errno of each, 0 when unknown).
     static func untracedForkNote(_ errors: [Int32]) -> String {
         let n = errors.count
         let reasons = Set(errors.filter { $0 != 0 }).sorted().map { String(cString: strerror($0)) }

@@ -83,7 +83,6 @@ final class RecordingLoop {
     /// recording going before heapgen says what it waits for (a detached child, a daemon
     /// the program started): a silent wait looks like a hang.
     static let waitingNoticeNanoseconds: UInt64 = 2_000_000_000
-    private var saidWaiting = false
 
     /// The one line that says heapgen waits for processes the program left running.
     static func waitingNotice(root: Int32, left: [Int32]) -> String {
@@ -136,6 +135,8 @@ final class RecordingLoop {
     var socketEntry: String?
     private var lateStarterCheck: UInt64 = 0
     private var rootExitTime: UInt64 = 0
+    /// The waiting notice was given (``waitingNotice(root:left:)``).
+    private var saidWaiting = false
     private var lastHelloTime: UInt64 = 0
     private var signalsAtRootExit: UInt32 = 0
     /// When heapgen first got SIGINT, SIGQUIT, SIGTERM or SIGHUP while the program ran (0: not yet).

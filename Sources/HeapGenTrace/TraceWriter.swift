@@ -548,20 +548,20 @@ public final class TraceWriter {
     /// Appends a `programSuppressions` record: the text of the program's
     /// `__lsan_default_suppressions()` (cut to 64 KiB).
     public func programSuppressions(_ text: String) {
-        guard writable else { return }
-        reserve(1 + Varint.maxBytes + Self.cappedCount(text))
-        buffer[position] = RecordTag.programSuppressions
-        position &+= 1
-        putString(text)
-        endLargeRecord()
+        appendText(tag: RecordTag.programSuppressions, text)
     }
 
     /// Appends a `recordingWarning` record (minor version 8): what heapgen warned about this
     /// process while recording it (cut to 64 KiB).
     public func recordingWarning(_ text: String) {
+        appendText(tag: RecordTag.recordingWarning, text)
+    }
+
+    /// A record of a tag and one string.
+    private func appendText(tag: UInt8, _ text: String) {
         guard writable else { return }
         reserve(1 + Varint.maxBytes + Self.cappedCount(text))
-        buffer[position] = RecordTag.recordingWarning
+        buffer[position] = tag
         position &+= 1
         putString(text)
         endLargeRecord()

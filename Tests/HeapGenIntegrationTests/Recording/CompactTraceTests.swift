@@ -13,7 +13,7 @@ final class CompactTraceTests: XCTestCase {
         let rec = try HeapGenCLI.recording(exe, ["8", "20000"], timeout: 300)
         XCTAssertStatus(rec.result, 0)
         let bytes = try Array(Data(contentsOf: URL(fileURLWithPath: rec.trace)))
-        XCTAssertEqual(bytes[10], 7, "minor version")
+        XCTAssertEqual(bytes[10], 8, "minor version")
         // Some chunk is a column chunk (bit 31 of its length word, and of its u32 prefix).
         var o = 16
         var columns = 0
