@@ -22,7 +22,8 @@ struct RecordCommand: ParsableCommand {
     )
 
     @Option(name: [.short, .long], help: ArgumentHelp(
-        "Where to write the program's trace (default: heapgen-<program>-<pid>.trace).", valueName: "path"))
+        "Where to write the program's trace (default: heapgen-<program>-<pid>.trace; in a directory given here, that name in it).",
+        valueName: "path"))
     var output: String?
 
     @OptionGroup var recording: RecordingOptions<RecordCommand>

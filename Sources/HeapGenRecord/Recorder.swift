@@ -51,7 +51,13 @@ public final class Recorder {
                               exitCode: ExitCodes.usage)
         }
         let launcher = try ProgramLauncher(options: options)
-        try TracePaths.checkWritable(options.output ?? TracePaths.defaultOutput(program: options.program, pid: 0))
+        // `-o DIR`, an existing directory: the default name in it.
+        let directory = options.output.flatMap { TracePaths.isDirectory($0) ? $0 : nil }
+        func rootTrace(pid: Int32) -> String {
+            let name = TracePaths.defaultOutput(program: options.program, pid: pid)
+            return directory.map { ($0.hasSuffix("/") ? $0 : $0 + "/") + name } ?? options.output ?? name
+        }
+        try TracePaths.checkWritable(rootTrace(pid: 0))
 
         var rendezvous = hg_rendezvous()
         let rc = hg_rendezvous_open(&rendezvous)
@@ -81,7 +87,7 @@ public final class Recorder {
             _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         }
 
-        let output = options.output ?? TracePaths.defaultOutput(program: options.program, pid: pid)
+        let output = rootTrace(pid: pid)
         outputPath = output
         let pidfd = hg_pidfd_open(pid)
         guard pidfd >= 0 else {

@@ -29,6 +29,12 @@ public struct TracePaths: Sendable {
         return "\(output).\(pid).\(image)"
     }
 
+    /// True if `path` is a directory itself (not a symbolic link to one).
+    static func isDirectory(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
     /// Checks, without creating anything, that the root trace can be written:
     /// its directory is writable and an existing file is a writable regular file.
     static func checkWritable(_ path: String) throws {

@@ -170,6 +170,26 @@ final class TraceFileHandlingTests: XCTestCase {
          ["check", trace, "--max-live-at-exit", "1GB", "--junit", output, "--sarif", output, "--summary", output, "--write-baseline", output]]
     }
 
+    /// `record -o DIR` with an existing directory writes the default name in it, and the
+    /// children's traces beside it: it failed with "it is a directory" (two probes tried it).
+    /// A symbolic link to a directory is still refused: traces are never written through links.
+    func testOutputIntoADirectoryTakesTheDefaultName() throws {
+        let dir = try TestPaths.freshDirectory("outdir")
+        let r = try HeapGenCLI.run(["record", "-q", "-o", dir, "--", "/bin/sh", "-c", "/bin/true; exit 3"])
+        XCTAssertStatus(r, 3)
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
+        let root = try XCTUnwrap(names.first { $0.hasPrefix("heapgen-sh-") && $0.hasSuffix(".trace") }, "\(names)")
+        XCTAssertTrue(names.contains { $0.hasPrefix(root + ".") }, "the child's trace beside it: \(names)")
+        let s = try HeapGenCLI.summary(dir + "/" + root)
+        XCTAssertEqual(s.endStatus, 3)
+        XCTAssertEqual(root, "heapgen-sh-\(try XCTUnwrap(s.processPid)).trace")
+
+        let link = dir + "/link"
+        XCTAssertEqual(symlink(dir, link), 0)
+        let refused = try HeapGenCLI.run(["record", "-q", "-o", link, "--", "/bin/true"])
+        XCTAssertStatus(refused, 125)
+    }
+
     func testOutputsLeaveDevicesAndFIFOsAlone() throws {
         let exe = try Fixture.build("functions.c")
         let rec = try HeapGenCLI.recording(exe)
