@@ -213,11 +213,12 @@ HG_EXPORT void *pvalloc(size_t n)
     hg_unwind_start st;
     HG_UNWIND_START(st);
     void *p = hg_next.pvalloc(n);
-    /* The block is the whole pages: pvalloc rounds the size up (0 to one page),
-     * and the program may use all of it. */
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    if (p)
+    if (p) {
+        /* The block is the whole pages: pvalloc rounds the size up (0 to one
+         * page), and the program may use all of it. */
+        const size_t page = (size_t)sysconf(_SC_PAGESIZE);
         hg_record_alloc(HG_K_PVALLOC, p, n == 0 ? page : (n + page - 1) & ~(page - 1), &st);
+    }
     return p;
 }
 

@@ -628,12 +628,7 @@ static __attribute__((noreturn)) void scan_then_exit(exit_fn real, int status)
 HG_EXPORT void _exit(int status) { scan_then_exit(real_exit_now, status); }
 HG_EXPORT void _Exit(int status) { scan_then_exit(real_exit_upper, status); }
 
-/* Ours only to give the caller's registers a live frame. The exit scan's
- * roots on this stack begin above libc's exit() (exit_frame_top), and a
- * pointer the calling frame kept in a callee-saved register (main's pollfd
- * array in rbx, as sshd keeps it) is then saved below, by exit's frames, or
- * nowhere: a false leak. Copied here, in a frame above exit's, it is a root
- * as on the program's own stack. A call, not a jump: this frame must stay. */
+/* Zeroes the stack just below the caller's frame, where the next call's frames go. */
 static __attribute__((noinline)) void clear_stack_below(void)
 {
     volatile uintptr_t words[64];
@@ -641,6 +636,12 @@ static __attribute__((noinline)) void clear_stack_below(void)
         words[i] = 0;
 }
 
+/* Ours only to give the caller's registers a live frame. The exit scan's
+ * roots on this stack begin above libc's exit() (exit_frame_top), and a
+ * pointer the calling frame kept in a callee-saved register (main's pollfd
+ * array in rbx, as sshd keeps it) is then saved below, by exit's frames, or
+ * nowhere: a false leak. Copied here, in a frame above exit's, it is a root
+ * as on the program's own stack. A call, not a jump: this frame must stay. */
 HG_EXPORT __attribute__((noreturn)) void exit(int status)
 {
 #if defined(__x86_64__)
